@@ -1,0 +1,45 @@
+#include "core/api_error.hpp"
+
+namespace agw::core {
+
+int http_status(error_code code) {
+  switch (code) {
+    case error_code::bad_request: return 400;
+    case error_code::unauthorized: return 401;
+    case error_code::not_found: return 404;
+    case error_code::method_not_allowed: return 405;
+    case error_code::run_in_progress: return 409;
+    case error_code::payload_too_large: return 413;
+    case error_code::unsupported_media_type: return 415;
+    case error_code::idempotency_mismatch: return 422;
+    case error_code::too_many_requests: return 429;
+    case error_code::internal: return 500;
+    case error_code::unavailable: return 503;
+  }
+  return 500;
+}
+
+const char* code_name(error_code code) {
+  switch (code) {
+    case error_code::bad_request: return "bad_request";
+    case error_code::unauthorized: return "unauthorized";
+    case error_code::not_found: return "not_found";
+    case error_code::method_not_allowed: return "method_not_allowed";
+    case error_code::run_in_progress: return "run_in_progress";
+    case error_code::payload_too_large: return "payload_too_large";
+    case error_code::unsupported_media_type: return "unsupported_media_type";
+    case error_code::idempotency_mismatch: return "idempotency_mismatch";
+    case error_code::too_many_requests: return "too_many_requests";
+    case error_code::internal: return "internal";
+    case error_code::unavailable: return "unavailable";
+  }
+  return "internal";
+}
+
+boost::json::object api_error::body() const {
+  boost::json::object error{{"code", code_name(code_)}, {"message", what()}};
+  for (const auto& [k, v] : extra_) error[k] = v;
+  return {{"error", std::move(error)}};
+}
+
+}  // namespace agw::core

@@ -1,0 +1,34 @@
+#pragma once
+// The per-thread checkpoint: the authoritative conversation (every message,
+// with tool calls and results, in order) and the state of the latest run.
+// Stored as JSON text; the messages table is derived from it.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/store_records.hpp"
+
+namespace agw::core {
+
+struct checkpoint_run {
+  std::string id;
+  std::string state;  // running | completed | aborted | error | interrupted
+  std::string user_message_id;
+  std::int64_t started_at_ms = 0;
+  std::optional<std::int64_t> ended_at_ms;
+};
+
+struct conversation_state {
+  std::vector<message_record> messages;  // oldest first; seq = index + 1
+  std::optional<checkpoint_run> run;
+};
+
+std::string serialize_checkpoint(const conversation_state& state);
+// Throws std::runtime_error on a checkpoint this build cannot read.
+conversation_state parse_checkpoint(std::string_view text, const std::string& session_id);
+
+// The API's Message object.
+boost::json::object message_json(const message_record& m);
+
+}  // namespace agw::core

@@ -1,0 +1,49 @@
+#include "core/projection.hpp"
+
+#include <boost/json/serialize.hpp>
+
+#include "core/time_format.hpp"
+
+namespace agw::core {
+namespace {
+
+bool same(const message_record& a, const message_record& b) {
+  return a.id == b.id && a.seq == b.seq && a.role == b.role && a.content == b.content && a.tool_calls == b.tool_calls &&
+         a.tool_call_id == b.tool_call_id && a.token_count == b.token_count && a.model_used == b.model_used &&
+         a.parent_id == b.parent_id && a.status == b.status && a.created_at_ms == b.created_at_ms;
+}
+
+}  // namespace
+
+void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state) {
+  c.insert_checkpoint({s.thread_id, s.id, version, serialize_checkpoint(state), now_ms()});
+  // Only changed rows are rewritten: a run's checkpoints grow the tail of the conversation.
+  for (auto m : state.messages) {
+    m.session_id = s.id;
+    c.upsert_message(m);
+  }
+}
+
+std::optional<std::int64_t> rebuild_projection(store_connection& c, const std::string& session_id) {
+  auto s = c.find_session(session_id);
+  if (!s) return std::nullopt;
+  c.delete_messages(session_id);
+  auto cp = c.latest_checkpoint(s->thread_id);
+  if (!cp) return 0;
+  auto state = parse_checkpoint(cp->state, session_id);
+  for (const auto& m : state.messages) c.upsert_message(m);
+  return static_cast<std::int64_t>(state.messages.size());
+}
+
+bool projection_drifted(store_connection& c, const session_record& s) {
+  auto cp = c.latest_checkpoint(s.thread_id);
+  auto rows = c.all_messages(s.id);
+  if (!cp) return !rows.empty();
+  auto state = parse_checkpoint(cp->state, s.id);
+  if (rows.size() != state.messages.size()) return true;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!same(rows[i], state.messages[i])) return true;
+  return false;
+}
+
+}  // namespace agw::core

@@ -1,0 +1,22 @@
+#pragma once
+// The messages table as a projection of the latest checkpoint.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/checkpoint.hpp"
+#include "core/store.hpp"
+
+namespace agw::core {
+
+// Writes a checkpoint and projects its messages (call inside one write job, so both land together).
+void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state);
+
+// Replaces the session's messages with those of its latest checkpoint. Runs
+// inside the caller's transaction. nullopt: no such session.
+std::optional<std::int64_t> rebuild_projection(store_connection& c, const std::string& session_id);
+
+// True when the projection differs from the latest checkpoint (start-up drift check).
+bool projection_drifted(store_connection& c, const session_record& s);
+
+}  // namespace agw::core

@@ -1,0 +1,41 @@
+#include "core/session.hpp"
+
+#include "core/time_format.hpp"
+
+namespace agw::core {
+namespace {
+
+boost::json::object to_json(const string_map& map) {
+  boost::json::object out;
+  for (const auto& [k, v] : map) out[k] = v;
+  return out;
+}
+
+}  // namespace
+
+boost::json::object to_json(const session_record& s, const std::optional<run_summary>& run) {
+  boost::json::object out;
+  out["id"] = s.id;
+  out["thread_id"] = s.thread_id;
+  out["title"] = s.title ? boost::json::value(*s.title) : boost::json::value(nullptr);
+  out["status"] = s.status;
+  out["agent_name"] = s.agent_name;
+  out["config"] = s.config;
+  out["scopes"] = to_json(s.scopes);
+  out["metadata"] = to_json(s.metadata);
+  out["created_at"] = format_rfc3339_ms(s.created_at_ms);
+  out["updated_at"] = format_rfc3339_ms(s.updated_at_ms);
+  out["message_count"] = s.message_count;
+  out["last_event_id"] = s.last_event_id;
+  if (run)
+    out["run"] = boost::json::object{{"id", run->id}, {"state", "running"}, {"started_at", format_rfc3339_ms(run->started_at_ms)}};
+  else
+    out["run"] = nullptr;
+  return out;
+}
+
+bool is_session_status(std::string_view status) {
+  return status == "active" || status == "inactive" || status == "error";
+}
+
+}  // namespace agw::core

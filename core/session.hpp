@@ -1,0 +1,38 @@
+#pragma once
+// A session as stored, plus the live-run summary the API merges in.
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace agw::core {
+
+using string_map = std::map<std::string, std::string>;
+
+struct run_summary {
+  std::string id;
+  std::int64_t started_at_ms = 0;
+};
+
+struct session_record {
+  std::string id;
+  std::string thread_id;
+  std::optional<std::string> title;
+  std::string status = "active";
+  std::string agent_name = "default";
+  boost::json::object config;
+  string_map scopes;
+  string_map metadata;
+  std::int64_t created_at_ms = 0;
+  std::int64_t updated_at_ms = 0;
+  std::int64_t message_count = 0;  // derived from the messages projection when read
+  std::int64_t last_event_id = 0;
+};
+
+// The contract's Session object.
+boost::json::object to_json(const session_record& s, const std::optional<run_summary>& run);
+
+bool is_session_status(std::string_view status);
+
+}  // namespace agw::core

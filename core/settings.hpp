@@ -1,0 +1,54 @@
+#pragma once
+// Runtime configuration: plain data with named defaults. Parsed once at start-up
+// (settings_parser) and read-only afterwards, so any thread may read it.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agw::core {
+
+enum class log_format { text, json };
+
+struct settings {
+  static constexpr const char* default_host = "127.0.0.1";
+  static constexpr std::uint16_t default_port = 8080;
+  static constexpr const char* default_db_path = "./data/gateway.db";
+
+  std::string host = default_host;
+  std::uint16_t port = default_port;
+  std::string db_path = default_db_path;
+  unsigned io_threads = 0;  // 0: one per core
+  std::string log_level = "info";
+  log_format log_format_kind = log_format::text;
+
+  std::chrono::milliseconds sse_retry_interval{3000};
+  std::chrono::duration<double> sse_heartbeat_interval{15.0};
+  std::size_t sse_buffer_size = 100;
+  std::size_t sse_subscriber_queue = 1024;  // frames queued per subscriber before it is cut off
+  std::size_t event_retention = 0;          // events kept per session in the log; 0 = all
+
+  std::size_t max_body_bytes = 1024 * 1024;
+  std::size_t max_header_bytes = 16 * 1024;
+  std::chrono::duration<double> header_timeout{10.0};
+  std::chrono::duration<double> idle_timeout{60.0};
+  std::chrono::duration<double> write_timeout{30.0};
+
+  std::string webhook_secret;  // "whsec_<base64>", empty: unsigned
+  bool webhook_allow_private = false;
+  std::vector<std::chrono::duration<double>> webhook_retry_schedule{
+      std::chrono::duration<double>(5), std::chrono::duration<double>(300),
+      std::chrono::duration<double>(1800), std::chrono::duration<double>(7200),
+      std::chrono::duration<double>(18000), std::chrono::duration<double>(36000),
+      std::chrono::duration<double>(36000)};
+  std::chrono::duration<double> drain_timeout{30.0};
+
+  std::string openai_base_url = "https://api.openai.com/v1";
+  std::string openai_api_key;
+  std::string openai_model = "gpt-4o-mini";
+  std::chrono::duration<double> tool_timeout{10.0};
+};
+
+}  // namespace agw::core

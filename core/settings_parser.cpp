@@ -1,0 +1,256 @@
+#include "core/settings_parser.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+#include <string_view>
+
+#include "core/webhook_secret.hpp"
+
+namespace agw::core {
+namespace {
+
+// One configurable setting: its flag/variable name and how to apply a textual value.
+struct option {
+  std::string name;  // flag without "--"; the variable is GATEWAY_ + upper(name) with '-' -> '_'
+  std::string help;
+  std::function<std::string(settings&, std::string_view)> apply;  // returns an error or ""
+};
+
+std::string env_name(const std::string& flag) {
+  std::string out = "GATEWAY_";
+  for (char c : flag) out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+template <class T>
+std::optional<T> parse_integer(std::string_view text) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_seconds(std::string_view text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
+  return value;
+}
+
+// Option factories keep the table below one line per setting.
+template <class T>
+option integer_option(std::string name, std::string help, T settings::*member, T min, T max) {
+  return {name, std::move(help), [member, min, max](settings& s, std::string_view v) -> std::string {
+            auto n = parse_integer<T>(v);
+            if (!n || *n < min || *n > max)
+              return "must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
+            s.*member = *n;
+            return "";
+          }};
+}
+
+option seconds_option(std::string name, std::string help, std::chrono::duration<double> settings::*member,
+                      double min_seconds) {
+  return {name, std::move(help), [member, min_seconds](settings& s, std::string_view v) -> std::string {
+            auto n = parse_seconds(v);
+            if (!n || *n < min_seconds || *n > 86400.0 * 7)
+              return "must be a number of seconds from " + std::to_string(min_seconds) + " to 604800";
+            s.*member = std::chrono::duration<double>(*n);
+            return "";
+          }};
+}
+
+option string_option(std::string name, std::string help, std::string settings::*member) {
+  return {name, std::move(help), [member](settings& s, std::string_view v) -> std::string {
+            s.*member = std::string(v);
+            return "";
+          }};
+}
+
+std::string parse_schedule(settings& s, std::string_view text) {
+  std::vector<std::chrono::duration<double>> schedule;
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    auto n = parse_seconds(item);
+    if (!n || *n > 86400.0 * 7) return "must be comma-separated non-negative seconds (each at most 604800)";
+    schedule.emplace_back(*n);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return "must not end with a comma";
+  }
+  if (schedule.size() > 50) return "must have at most 50 delays";
+  s.webhook_retry_schedule = std::move(schedule);
+  return "";
+}
+
+const std::vector<option>& options() {
+  static const std::vector<option> table = [] {
+    std::vector<option> t;
+    t.push_back({"host", "address to listen on (default 127.0.0.1)", [](settings& s, std::string_view v) -> std::string {
+                   if (v.empty()) return "must not be empty";
+                   s.host = std::string(v);
+                   return "";
+                 }});
+    t.push_back(integer_option<std::uint16_t>("port", "TCP port; 0 picks a free one (default 8080)", &settings::port, 0, 65535));
+    t.push_back({"db-path", "SQLite database file (default ./data/gateway.db)", [](settings& s, std::string_view v) -> std::string {
+                   if (v.empty()) return "must not be empty";
+                   s.db_path = std::string(v);
+                   return "";
+                 }});
+    t.push_back(integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
+    t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)", [](settings& s, std::string_view v) -> std::string {
+                   for (auto level : {"trace", "debug", "info", "warn", "error", "critical", "off"})
+                     if (v == level) {
+                       s.log_level = std::string(v);
+                       return "";
+                     }
+                   return "must be one of trace, debug, info, warn, error, critical, off";
+                 }});
+    t.push_back({"log-format", "text|json (JSON lines) (default text)", [](settings& s, std::string_view v) -> std::string {
+                   if (v == "text") s.log_format_kind = log_format::text;
+                   else if (v == "json") s.log_format_kind = log_format::json;
+                   else return "must be text or json";
+                   return "";
+                 }});
+    t.push_back({"sse-retry-interval", "retry: hint sent to SSE clients, ms (default 3000)", [](settings& s, std::string_view v) -> std::string {
+                   auto n = parse_integer<long long>(v);
+                   if (!n || *n < 0 || *n > 3'600'000) return "must be an integer number of milliseconds from 0 to 3600000";
+                   s.sse_retry_interval = std::chrono::milliseconds(*n);
+                   return "";
+                 }});
+    t.push_back(seconds_option("sse-heartbeat-interval", "seconds between heartbeats on an idle stream, fractional allowed (default 15)",
+                               &settings::sse_heartbeat_interval, 0.01));
+    t.push_back(integer_option<std::size_t>("sse-buffer-size", "events held per session in the in-memory ring (default 100)",
+                                            &settings::sse_buffer_size, 1, 1'000'000));
+    t.push_back(integer_option<std::size_t>("sse-subscriber-queue", "frames queued per SSE subscriber before it is disconnected (default 1024)",
+                                            &settings::sse_subscriber_queue, 1, 1'000'000));
+    t.push_back(integer_option<std::size_t>("event-retention", "events kept per session in the durable log, 0 = all (default 0)",
+                                            &settings::event_retention, 0, std::size_t{1} << 40));
+    t.push_back(integer_option<std::size_t>("max-body-bytes", "largest request body accepted (default 1048576)",
+                                            &settings::max_body_bytes, 64, std::size_t{1} << 30));
+    t.push_back(integer_option<std::size_t>("max-header-bytes", "largest request header block accepted (default 16384)",
+                                            &settings::max_header_bytes, 1024, 1024 * 1024));
+    t.push_back(seconds_option("header-timeout", "seconds a client has to send a request's header and body (default 10)",
+                               &settings::header_timeout, 0.01));
+    t.push_back(seconds_option("idle-timeout", "seconds an idle keep-alive connection is kept (default 60)", &settings::idle_timeout, 0.01));
+    t.push_back(seconds_option("write-timeout", "seconds one write to a client may take before it is dropped (default 30)",
+                               &settings::write_timeout, 0.01));
+    t.push_back({"webhook-secret", "whsec_<base64> signing secret for callbacks (default: unsigned)",
+                 [](settings& s, std::string_view v) -> std::string {
+                   if (v.empty()) {
+                     s.webhook_secret.clear();
+                     return "";
+                   }
+                   if (!decode_webhook_secret(v)) return "must be whsec_ followed by base64 of at least 16 bytes";
+                   s.webhook_secret = std::string(v);
+                   return "";
+                 }});
+    t.push_back({"webhook-allow-private", "1 allows loopback/private callback targets (default 0)",
+                 [](settings& s, std::string_view v) -> std::string {
+                   if (v == "1" || v == "true") s.webhook_allow_private = true;
+                   else if (v == "0" || v == "false") s.webhook_allow_private = false;
+                   else return "must be 0 or 1";
+                   return "";
+                 }});
+    t.push_back({"webhook-retry-schedule", "comma-separated seconds before each retry (default 5,300,1800,7200,18000,36000,36000)",
+                 parse_schedule});
+    t.push_back(seconds_option("drain-timeout", "seconds SIGTERM waits for live runs (default 30)", &settings::drain_timeout, 0));
+    t.push_back({"openai-base-url", "base URL of an OpenAI-compatible API (default https://api.openai.com/v1)",
+                 [](settings& s, std::string_view v) -> std::string {
+                   if (!(v.starts_with("http://") || v.starts_with("https://"))) return "must be an http:// or https:// URL";
+                   s.openai_base_url = std::string(v);
+                   return "";
+                 }});
+    t.push_back(string_option("openai-api-key", "API key for the openai provider", &settings::openai_api_key));
+    t.push_back(string_option("openai-model", "default model for the openai provider (default gpt-4o-mini)", &settings::openai_model));
+    t.push_back(seconds_option("tool-timeout", "seconds a tool call may run (default 10)", &settings::tool_timeout, 0.001));
+    return t;
+  }();
+  return table;
+}
+
+const option* find_option(std::string_view name) {
+  for (const auto& o : options())
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+}  // namespace
+
+parse_result parse_command_line(const std::vector<std::string>& args, const env_lookup& env) {
+  command_line out;
+  // Variables first, so that flags applied afterwards win.
+  for (const auto& o : options()) {
+    auto value = env(env_name(o.name));
+    if (!value) continue;
+    if (auto err = o.apply(out.config, *value); !err.empty())
+      return {std::nullopt, env_name(o.name) + "=" + *value + ": " + err};
+  }
+  std::size_t i = 0;
+  if (!args.empty() && !args[0].starts_with("-")) {
+    if (args[0] == "serve") out.cmd = command::serve;
+    else if (args[0] == "rebuild") out.cmd = command::rebuild;
+    else return {std::nullopt, "unknown command '" + args[0] + "' (commands: serve, rebuild)"};
+    i = 1;
+  }
+  for (; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      out.cmd = command::help;
+      return {out, ""};
+    }
+    if (arg == "--version") {
+      out.cmd = command::version;
+      return {out, ""};
+    }
+    if (!arg.starts_with("--")) return {std::nullopt, "unexpected argument '" + std::string(arg) + "'"};
+    arg.remove_prefix(2);
+    std::string name(arg.substr(0, arg.find('=')));
+    std::optional<std::string> value;
+    if (auto eq = arg.find('='); eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
+
+    if (out.cmd == command::rebuild && name == "all" && !value) {
+      out.rebuild_all = true;
+      continue;
+    }
+    auto take_value = [&]() -> std::optional<std::string> {
+      if (value) return value;
+      if (i + 1 < args.size()) return args[++i];
+      return std::nullopt;
+    };
+    if (out.cmd == command::rebuild && name == "session") {
+      auto v = take_value();
+      if (!v || v->empty()) return {std::nullopt, "--session needs a session id"};
+      out.rebuild_session = *v;
+      continue;
+    }
+    const option* o = find_option(name);
+    if (!o) return {std::nullopt, "unknown flag '--" + name + "' (see --help)"};
+    auto v = take_value();
+    if (!v) return {std::nullopt, "--" + name + " needs a value"};
+    if (auto err = o->apply(out.config, *v); !err.empty()) return {std::nullopt, "--" + name + "=" + *v + ": " + err};
+  }
+  if (out.cmd == command::rebuild && out.rebuild_all == out.rebuild_session.has_value())
+    return {std::nullopt, "rebuild needs exactly one of --session ID or --all"};
+  return {out, ""};
+}
+
+std::string usage_text() {
+  std::ostringstream out;
+  out << "usage: agent-gateway [serve] [flags]\n"
+         "       agent-gateway rebuild (--session ID | --all) [flags]\n\n"
+         "Every flag can also be set by its GATEWAY_* environment variable; a flag wins.\n\n";
+  for (const auto& o : options()) {
+    std::string flag = "--" + o.name;
+    out << "  " << flag << std::string(flag.size() < 26 ? 26 - flag.size() : 1, ' ') << env_name(o.name) << "\n      " << o.help
+        << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace agw::core

@@ -1,0 +1,68 @@
+#pragma once
+// The storage interface core/ defines and persistence/ implements.
+//
+// A store_connection is one database connection: NOT thread-safe. The
+// store_executor owns every connection and calls it only from its own threads,
+// so no io thread ever touches storage. Methods throw store_error on failure.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "core/session.hpp"
+#include "core/session_request.hpp"
+#include "core/store_records.hpp"
+
+namespace agw::core {
+
+// Storage failed (disk, I/O, corruption, busy past the timeout): the API answers 503.
+class store_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class store_connection {
+ public:
+  virtual ~store_connection() = default;
+
+  // Transactions. The executor wraps each write job in a savepoint inside one
+  // batch transaction, so many jobs share one commit (group commit).
+  virtual void begin_batch() = 0;
+  virtual void commit_batch() = 0;
+  virtual void rollback_batch() = 0;
+  virtual void savepoint() = 0;
+  virtual void release_savepoint() = 0;
+  virtual void rollback_to_savepoint() = 0;
+
+  // Sessions.
+  virtual void insert_session(const session_record& s) = 0;
+  virtual std::optional<session_record> find_session(std::string_view id) = 0;
+  virtual session_page list_sessions(const session_filter& filter) = 0;
+  virtual bool update_session(const session_record& s) = 0;  // false: no such session
+  virtual bool delete_session(std::string_view id) = 0;      // cascades to everything it owns
+  virtual std::vector<std::string> all_session_ids() = 0;
+
+  // Messages projection.
+  virtual message_page list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) = 0;
+  virtual std::vector<message_record> all_messages(std::string_view session_id) = 0;  // oldest first
+  virtual void upsert_message(const message_record& m) = 0;
+  virtual void delete_messages(std::string_view session_id) = 0;
+
+  // Checkpoints (authoritative per thread).
+  virtual void insert_checkpoint(const checkpoint_record& c) = 0;
+  virtual std::optional<checkpoint_record> latest_checkpoint(std::string_view thread_id) = 0;
+
+  // Event log: batches of serialized frames, several per row.
+  virtual void append_events(const event_batch_record& batch) = 0;  // also advances sessions.last_event_id
+  virtual std::vector<stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) = 0;
+  virtual std::int64_t oldest_event_id(std::string_view session_id) = 0;  // 0: none held
+  virtual void trim_events(std::string_view session_id, std::int64_t keep_from_id) = 0;
+
+  // Idempotency keys of POST /messages.
+  virtual std::optional<idempotency_record> find_idempotency_key(std::string_view session_id, std::string_view key) = 0;
+  virtual void insert_idempotency_key(const idempotency_record& r) = 0;
+  virtual void purge_idempotency_keys(std::int64_t older_than_ms) = 0;
+};
+
+}  // namespace agw::core

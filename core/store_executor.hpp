@@ -1,0 +1,137 @@
+#pragma once
+// Runs storage work on its own threads so that io threads never block on disk.
+//
+// One writer thread owns the single write connection and drains its queue in
+// batches: every job of a batch runs in its own savepoint inside one
+// transaction, and one commit covers them all (group commit). Reader threads
+// each own a read connection. Completions are posted to the caller's executor.
+//
+// Thread-safety: async_write/async_read may be called from any thread. Both
+// queues are bounded; a job offered to a full queue fails at once with
+// store_busy (the API answers 503) and is counted in rejected().
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "core/store.hpp"
+
+namespace agw::core {
+
+class store_busy : public store_error {
+ public:
+  store_busy() : store_error("storage queue is full") {}
+};
+
+class store_executor {
+ public:
+  using connection_factory = std::function<std::unique_ptr<store_connection>()>;
+
+  struct options {
+    std::size_t readers = 2;
+    std::size_t queue_capacity = 100'000;  // per queue
+    std::size_t max_batch = 1024;          // jobs per write transaction
+  };
+
+  store_executor(connection_factory make_connection, options opts);
+  ~store_executor();
+  store_executor(const store_executor&) = delete;
+  store_executor& operator=(const store_executor&) = delete;
+
+  // Finishes every queued job, then joins the threads. Later jobs fail with store_error.
+  void stop();
+
+  // f(store_connection&) -> R runs inside a write transaction; handler gets (exception_ptr[, R]).
+  template <class F, class Token>
+  auto async_write(F f, Token&& token) {
+    return initiate(true, std::move(f), std::forward<Token>(token));
+  }
+  // f runs on a read connection, outside any write transaction.
+  template <class F, class Token>
+  auto async_read(F f, Token&& token) {
+    return initiate(false, std::move(f), std::forward<Token>(token));
+  }
+
+  std::uint64_t rejected() const { return rejected_.load(); }
+  std::uint64_t batches_committed() const { return batches_.load(); }
+  std::uint64_t jobs_committed() const { return jobs_.load(); }
+
+ private:
+  struct job {
+    std::function<void(store_connection&)> run;      // may throw
+    std::function<void(std::exception_ptr)> finish;  // posts the completion
+  };
+  struct queue {
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<job> jobs;
+  };
+
+  template <class R>
+  using signature_of = std::conditional_t<std::is_void_v<R>, void(std::exception_ptr),
+                                          void(std::exception_ptr, std::conditional_t<std::is_void_v<R>, int, R>)>;
+
+  template <class F, class Token>
+  auto initiate(bool write, F f, Token&& token) {
+    using result = std::invoke_result_t<F&, store_connection&>;
+    return boost::asio::async_initiate<Token, signature_of<result>>(
+        [this, write](auto handler, F fn) { submit<result>(write, std::move(fn), std::move(handler)); }, token, std::move(f));
+  }
+
+  template <class R, class F, class Handler>
+  void submit(bool write, F f, Handler handler) {
+    struct state {
+      F fn;
+      Handler handler;
+      std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
+    };
+    auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
+    auto s = std::make_shared<state>(state{std::move(f), std::move(handler), std::nullopt});
+    job j{[s](store_connection& c) {
+            if constexpr (std::is_void_v<R>) {
+              s->fn(c);
+              s->result.emplace('\0');
+            } else {
+              s->result.emplace(s->fn(c));
+            }
+          },
+          [s, work = std::move(work)](std::exception_ptr error) mutable {
+            auto ex = work.get_executor();
+            work.reset();
+            boost::asio::post(ex, [s, error]() mutable {
+              if constexpr (std::is_void_v<R>) {
+                std::move(s->handler)(error);
+              } else {
+                std::move(s->handler)(error, error ? R{} : std::move(*s->result));
+              }
+            });
+          }};
+    push(write ? writes_ : reads_, std::move(j));
+  }
+
+  void push(queue& q, job j);
+  void writer_loop(store_connection& c);
+  void reader_loop(store_connection& c);
+
+  options opts_;
+  queue writes_;
+  queue reads_;
+  std::vector<std::unique_ptr<store_connection>> connections_;  // [0] writes
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> batches_{0};
+  std::atomic<std::uint64_t> jobs_{0};
+};
+
+}  // namespace agw::core

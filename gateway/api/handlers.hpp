@@ -1,0 +1,17 @@
+#pragma once
+// The API's request handlers, one file per resource under gateway/api/.
+#include "gateway/router.hpp"
+
+namespace agw::gateway::api {
+
+awaitable<handler_result> healthz(request_context& ctx);
+awaitable<handler_result> readyz(request_context& ctx);
+awaitable<handler_result> metrics_text(request_context& ctx);
+
+awaitable<handler_result> create_session(request_context& ctx);
+awaitable<handler_result> list_sessions(request_context& ctx);
+awaitable<handler_result> get_session(request_context& ctx);
+awaitable<handler_result> patch_session(request_context& ctx);
+awaitable<handler_result> delete_session(request_context& ctx);
+
+}  // namespace agw::gateway::api

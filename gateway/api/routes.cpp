@@ -1,0 +1,19 @@
+#include "gateway/api/handlers.hpp"
+#include "gateway/app_context.hpp"
+
+namespace agw::gateway {
+
+void register_routes(app_context& app) {
+  auto& r = app.routes;
+  using http::verb;
+  r.add(verb::get, "/healthz", api::healthz);
+  r.add(verb::get, "/readyz", api::readyz);
+  r.add(verb::get, "/metrics", api::metrics_text);
+  r.add(verb::post, "/sessions", api::create_session);
+  r.add(verb::get, "/sessions", api::list_sessions);
+  r.add(verb::get, "/sessions/{}", api::get_session);
+  r.add(verb::patch, "/sessions/{}", api::patch_session);
+  r.add(verb::delete_, "/sessions/{}", api::delete_session);
+}
+
+}  // namespace agw::gateway

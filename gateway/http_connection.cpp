@@ -1,0 +1,176 @@
+#include "gateway/http_connection.hpp"
+
+#include <boost/algorithm/string/predicate.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/url/parse.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gateway/app_context.hpp"
+#include "gateway/json_response.hpp"
+
+namespace agw::gateway {
+namespace {
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+std::chrono::steady_clock::duration to_duration(std::chrono::duration<double> d) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+}
+
+// Writes a final error answer; the caller closes the connection after it.
+// (Arguments are built into a named response before co_await: GCC 12 mishandles
+// non-trivial temporaries inside co_await expressions.)
+awaitable<void> reject(beast::tcp_stream& stream, app_context& app, response& res) {
+  res.keep_alive(false);
+  app.stats.http_responses_4xx++;
+  stream.expires_after(to_duration(app.config.write_timeout));
+  co_await http::async_write(stream, res, use_tuple);
+}
+
+response refusal(core::error_code code, const std::string& message, unsigned version) {
+  return error_response({code, message}, version);
+}
+
+// Why a request's framing is refused before its body is read, or "".
+std::string framing_problem(const request& req) {
+  auto te = req.find(http::field::transfer_encoding);
+  if (te != req.end()) {
+    // Only a lone "chunked" is unambiguous; anything else invites request smuggling.
+    if (!boost::algorithm::iequals(te->value(), "chunked")) return "unsupported Transfer-Encoding";
+    if (req.find(http::field::content_length) != req.end()) return "both Transfer-Encoding and Content-Length";
+  }
+  if (req.count(http::field::content_length) > 1) return "more than one Content-Length";
+  if (req.count(http::field::host) > 1) return "more than one Host";
+  return "";
+}
+
+struct split_target {
+  std::vector<std::string> segments;
+  core::query_params query;
+};
+
+std::optional<split_target> split(std::string_view target) {
+  auto parsed = boost::urls::parse_origin_form(target);
+  if (!parsed) return std::nullopt;
+  split_target out;
+  for (auto segment : parsed->segments()) out.segments.push_back(segment);
+  // "/sessions/" and "/sessions" name the same collection.
+  if (!out.segments.empty() && out.segments.back().empty()) out.segments.pop_back();
+  for (auto param : parsed->params()) out.query.emplace_back(param.key, param.has_value ? param.value : std::string());
+  return out;
+}
+
+}  // namespace
+
+awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app) {
+  const auto& config = app.config;
+  app.stats.http_connections_open++;
+  beast::flat_buffer buffer;
+  bool first = true;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(config.max_header_bytes));
+    parser.body_limit(config.max_body_bytes);
+    // The first request gets the header timeout; later ones may idle for longer.
+    stream.expires_after(to_duration(first ? config.header_timeout : config.idle_timeout));
+    first = false;
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    if (ec == http::error::header_limit) {
+      {
+        auto refused = refusal(core::error_code::payload_too_large, "request header too large", 11);
+        co_await reject(stream, app, refused);
+      }
+      break;
+    }
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
+      break;
+    if (ec) {
+      // A malformed request is answered once, then the connection closes; socket errors just close.
+      if (ec.category() == http::make_error_code(http::error::bad_method).category())
+        {
+        auto refused = refusal(core::error_code::bad_request, "malformed request: " + ec.message(), 11);
+        co_await reject(stream, app, refused);
+      }
+      break;
+    }
+    request& req = parser.get();
+    app.stats.http_requests++;
+    const unsigned version = req.version();
+    if (auto problem = framing_problem(req); !problem.empty()) {
+      {
+        auto refused = refusal(core::error_code::bad_request, problem, version);
+        co_await reject(stream, app, refused);
+      }
+      break;
+    }
+    if (parser.content_length() && *parser.content_length() > config.max_body_bytes) {
+      {
+        auto refused = refusal(core::error_code::payload_too_large,
+                      "request body larger than " + std::to_string(config.max_body_bytes) + " bytes", version);
+        co_await reject(stream, app, refused);
+      }
+      break;
+    }
+    if (!parser.is_done()) {
+      if (boost::algorithm::iequals(req[http::field::expect], "100-continue")) {
+        http::response<http::empty_body> cont{http::status::continue_, version};
+        stream.expires_after(to_duration(config.write_timeout));
+        auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
+        if (wec) break;
+      }
+      stream.expires_after(to_duration(config.header_timeout));
+      auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+      if (bec == http::error::body_limit) {
+        {
+        auto refused = refusal(core::error_code::payload_too_large,
+                        "request body larger than " + std::to_string(config.max_body_bytes) + " bytes", version);
+        co_await reject(stream, app, refused);
+      }
+        break;
+      }
+      if (bec) {
+        if (bec.category() == http::make_error_code(http::error::bad_chunk).category())
+          {
+        auto refused = refusal(core::error_code::bad_request, "malformed request body: " + bec.message(), version);
+        co_await reject(stream, app, refused);
+      }
+        break;
+      }
+    }
+    stream.expires_never();
+
+    auto target = split(req.target());
+    handler_result result;
+    request_context ctx{app, req, stream, {}, {}};
+    if (!target) {
+      result = error_response({core::error_code::bad_request, "malformed request target"}, version);
+    } else {
+      ctx.query = std::move(target->query);
+      result = co_await app.routes.dispatch(ctx, target->segments);
+    }
+    if (!result) {
+      // A streaming handler wrote its own answer.
+      if (!ctx.keep_alive_after_stream) break;
+      continue;
+    }
+    auto& res = *result;
+    const bool keep_alive = req.keep_alive() && !app.draining;
+    res.keep_alive(keep_alive);
+    const auto status = res.result_int();
+    if (status >= 500) app.stats.http_responses_5xx++;
+    else if (status >= 400) app.stats.http_responses_4xx++;
+    stream.expires_after(to_duration(config.write_timeout));
+    auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
+    if (wec || !keep_alive) break;
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  app.stats.http_connections_open--;
+}
+
+}  // namespace agw::gateway

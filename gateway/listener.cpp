@@ -1,0 +1,57 @@
+#include "gateway/listener.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gateway/app_context.hpp"
+#include "gateway/http_connection.hpp"
+
+namespace agw::gateway {
+
+listener::listener(net::io_context& ioc, const net::ip::tcp::endpoint& endpoint, app_context& app)
+    : ioc_(ioc), acceptor_(net::make_strand(ioc)), app_(app) {
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(net::socket_base::reuse_address(true));
+  acceptor_.bind(endpoint);
+  acceptor_.listen(net::socket_base::max_listen_connections);
+}
+
+void listener::start() { net::co_spawn(acceptor_.get_executor(), accept_loop(), net::detached); }
+
+void listener::close() {
+  net::post(acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+}
+
+awaitable<void> listener::accept_loop() {
+  for (;;) {
+    // Each connection gets its own strand: its coroutine never runs on two threads at once.
+    auto [ec, socket] = co_await acceptor_.async_accept(net::make_strand(ioc_), net::as_tuple(net::use_awaitable));
+    if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
+    if (ec) {
+      // Out of descriptors and the like: log, back off a little, keep serving.
+      spdlog::warn("accept failed: {}", ec.message());
+      net::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+      continue;
+    }
+    socket.set_option(net::ip::tcp::no_delay(true));
+    auto executor = socket.get_executor();
+    net::co_spawn(executor, serve_connection(beast::tcp_stream(std::move(socket)), app_), [](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("connection ended by an exception: {}", ex.what());
+      }
+    });
+  }
+}
+
+}  // namespace agw::gateway

@@ -1,0 +1,80 @@
+// agent-gateway: parse configuration, open storage, serve (or rebuild) — nothing else.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "core/settings_parser.hpp"
+#include "core/store_executor.hpp"
+#include "gateway/server.hpp"
+#include "persistence/migrations.hpp"
+#include "persistence/sqlite_store.hpp"
+#include "persistence/projection_rebuild.hpp"
+
+namespace {
+
+void configure_logging(const agw::core::settings& config) {
+  auto logger = spdlog::stderr_color_mt("gateway");
+  if (config.log_format_kind == agw::core::log_format::json)
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","thread":%t,"message":"%v"})", spdlog::pattern_time_type::utc);
+  else
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  logger->set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_default_logger(logger);
+}
+
+void ensure_parent_directory(const std::string& db_path) {
+  auto parent = std::filesystem::path(db_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = agw::core::parse_command_line(args, [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  });
+  if (!parsed.value) {
+    std::fprintf(stderr, "agent-gateway: %s\n", parsed.error.c_str());
+    return 2;
+  }
+  const auto& cli = *parsed.value;
+  if (cli.cmd == agw::core::command::help) {
+    std::fputs(agw::core::usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (cli.cmd == agw::core::command::version) {
+    std::puts("agent-gateway 0.1.0");
+    return 0;
+  }
+  const auto& config = cli.config;
+  configure_logging(config);
+  try {
+    ensure_parent_directory(config.db_path);
+    {
+      agw::persistence::sqlite_store first(config.db_path);
+      agw::persistence::migrate(first.database());
+    }
+    if (cli.cmd == agw::core::command::rebuild) {
+      agw::persistence::sqlite_store store(config.db_path);
+      return agw::persistence::rebuild_offline(store, cli.rebuild_session);
+    }
+    agw::core::store_executor store([&] { return std::make_unique<agw::persistence::sqlite_store>(config.db_path); },
+                                    agw::core::store_executor::options{});
+    int code = 0;
+    {
+      agw::gateway::server server(config, store);
+      code = server.run();
+    }
+    store.stop();  // every queued write is committed before the process exits
+    return code;
+  } catch (const std::exception& e) {
+    spdlog::critical("start-up failed: {}", e.what());
+    std::fprintf(stderr, "agent-gateway: %s\n", e.what());
+    return 1;
+  }
+}

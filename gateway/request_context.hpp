@@ -1,0 +1,27 @@
+#pragma once
+// What a handler sees of one request: the parsed message, decoded path
+// parameters and query, and the connection's stream for handlers that answer
+// with an SSE stream instead of a response. Lives on the connection's strand.
+#include <string>
+#include <vector>
+
+#include "core/session_request.hpp"
+#include "gateway/http_types.hpp"
+
+namespace agw::gateway {
+
+struct app_context;
+
+struct request_context {
+  app_context& app;
+  request& req;
+  beast::tcp_stream& stream;
+  std::vector<std::string> path_params;  // {id} values in route order, percent-decoded
+  core::query_params query;              // percent-decoded, in order
+  // A streaming handler sets this to false when the connection cannot be reused.
+  bool keep_alive_after_stream = false;
+
+  const std::string& param(std::size_t i) const { return path_params.at(i); }
+};
+
+}  // namespace agw::gateway

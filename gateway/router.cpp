@@ -1,0 +1,85 @@
+#include "gateway/router.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/api_error.hpp"
+#include "core/store.hpp"
+#include "core/store_executor.hpp"
+#include "gateway/json_response.hpp"
+
+namespace agw::gateway {
+namespace {
+
+std::vector<std::string> split_pattern(std::string_view pattern) {
+  std::vector<std::string> out;
+  while (!pattern.empty()) {
+    if (pattern.front() == '/') pattern.remove_prefix(1);
+    auto slash = pattern.find('/');
+    out.emplace_back(pattern.substr(0, slash));
+    pattern.remove_prefix(slash == std::string_view::npos ? pattern.size() : slash);
+  }
+  return out;
+}
+
+bool matches(const std::vector<std::string>& pattern, const std::vector<std::string>& segments, std::vector<std::string>& params) {
+  if (pattern.size() != segments.size()) return false;
+  params.clear();
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == "{}") params.push_back(segments[i]);
+    else if (pattern[i] != segments[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void router::add(http::verb method, std::string_view pattern, handler h) {
+  routes_.push_back({method, split_pattern(pattern), std::move(h)});
+}
+
+awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
+  const route* found = nullptr;
+  std::string allowed;
+  std::vector<std::string> params;
+  for (const auto& r : routes_) {
+    if (!matches(r.pattern, segments, params)) continue;
+    if (r.method == ctx.req.method()) {
+      found = &r;
+      ctx.path_params = params;
+      break;
+    }
+    if (!allowed.empty()) allowed += ", ";
+    allowed += std::string(http::to_string(r.method));
+  }
+  const unsigned version = ctx.req.version();
+  if (!found) {
+    if (!allowed.empty()) {
+      auto res = error_response({core::error_code::method_not_allowed, "method not allowed on this path"}, version);
+      res.set(http::field::allow, allowed);
+      co_return res;
+    }
+    co_return error_response({core::error_code::not_found, "no such route"}, version);
+  }
+  // Exceptions are translated here and nowhere else.
+  std::exception_ptr failure;
+  try {
+    co_return co_await found->run(ctx);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  try {
+    std::rethrow_exception(failure);
+  } catch (const core::api_error& e) {
+    co_return error_response(e, version);
+  } catch (const core::store_busy& e) {
+    co_return error_response({core::error_code::unavailable, "storage is overloaded, retry later"}, version);
+  } catch (const core::store_error& e) {
+    spdlog::error("storage error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()), e.what());
+    co_return error_response({core::error_code::unavailable, "storage is unavailable"}, version);
+  } catch (const std::exception& e) {
+    spdlog::error("internal error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()), e.what());
+    co_return error_response({core::error_code::internal, "internal error"}, version);
+  }
+}
+
+}  // namespace agw::gateway

@@ -1,0 +1,76 @@
+#include "gateway/server.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <cstdio>
+#include <spdlog/spdlog.h>
+
+namespace agw::gateway {
+
+server::server(const core::settings& config, core::store_executor& store)
+    : config_(config),
+      ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
+      app_{config, store, stats_, hub_, {}, {}},
+      signals_(ioc_, SIGINT, SIGTERM) {
+  register_routes(app_);
+  boost::system::error_code ec;
+  auto address = net::ip::make_address(config.host, ec);
+  if (ec) throw std::runtime_error("GATEWAY_HOST '" + config.host + "' is not an IP address");
+  listener_ = std::make_unique<listener>(ioc_, net::ip::tcp::endpoint(address, config.port), app_);
+}
+
+server::~server() = default;
+
+int server::run() {
+  listener_->start();
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
+  auto endpoint = listener_->local_endpoint();
+  spdlog::info("listening on http://{}:{}", endpoint.address().to_string(), endpoint.port());
+  // Tests and scripts read the bound port (port 0 picks one) from this line.
+  std::printf("agent-gateway listening on %s:%u\n", endpoint.address().to_string().c_str(), endpoint.port());
+  std::fflush(stdout);
+
+  const unsigned threads = config_.io_threads ? config_.io_threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([this] { ioc_.run(); });
+  ioc_.run();
+  for (auto& t : pool) t.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+void server::on_signal(const boost::system::error_code& ec, int signal) {
+  if (ec) return;
+  if (++signals_seen_ > 1) {
+    spdlog::warn("second signal {}: exiting now", signal);
+    ioc_.stop();
+    return;
+  }
+  spdlog::info("signal {}: draining (deadline {}s)", signal, config_.drain_timeout.count());
+  app_.draining = true;
+  listener_->close();
+  signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
+  finish_drain();
+}
+
+void server::finish_drain() {
+  // Live runs get until the deadline; then the io loop stops and main flushes storage.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.drain_timeout);
+  auto poll = std::make_shared<net::steady_timer>(ioc_);
+  auto check = std::make_shared<std::function<void()>>();
+  *check = [this, poll, check, deadline] {
+    if (stats_.runs_live.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (stats_.runs_live.load() > 0) spdlog::warn("drain deadline reached with {} live runs", stats_.runs_live.load());
+      ioc_.stop();
+      *check = nullptr;  // break the self-reference
+      return;
+    }
+    poll->expires_after(std::chrono::milliseconds(50));
+    poll->async_wait([check](const boost::system::error_code&) {
+      if (*check) (*check)();
+    });
+  };
+  (*check)();
+}
+
+}  // namespace agw::gateway

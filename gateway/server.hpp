@@ -1,0 +1,41 @@
+#pragma once
+// Owns the io threads, the listener and the app context for one process, and
+// runs the two-stage shutdown: SIGTERM/SIGINT drain (stop accepting, let live
+// runs finish up to the drain deadline), a second signal forces the exit.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/metrics.hpp"
+#include "core/session_hub.hpp"
+#include "core/settings.hpp"
+#include "core/store_executor.hpp"
+#include "gateway/app_context.hpp"
+#include "gateway/listener.hpp"
+
+namespace agw::gateway {
+
+class server {
+ public:
+  server(const core::settings& config, core::store_executor& store);
+  ~server();
+  // Serves until a signal ends the drain; returns the process exit code.
+  int run();
+
+ private:
+  void on_signal(const boost::system::error_code& ec, int signal);
+  void finish_drain();
+
+  const core::settings& config_;
+  net::io_context ioc_;
+  core::metrics stats_;
+  core::session_hub hub_;
+  app_context app_;
+  std::unique_ptr<listener> listener_;
+  net::signal_set signals_;
+  int signals_seen_ = 0;
+};
+
+}  // namespace agw::gateway

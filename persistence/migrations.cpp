@@ -1,0 +1,144 @@
+#include "persistence/migrations.hpp"
+
+#include <array>
+
+#include "core/store.hpp"
+
+namespace agw::persistence {
+namespace {
+
+// Never edit a shipped migration: add a new one. Times are ms since the epoch.
+constexpr std::array migrations = {
+    // 1: sessions, labels for filtering, messages projection, checkpoints,
+    //    event log batches, idempotency keys, webhook outbox.
+    R"sql(
+CREATE TABLE sessions (
+  id            TEXT PRIMARY KEY,
+  thread_id     TEXT NOT NULL UNIQUE,
+  title         TEXT,
+  status        TEXT NOT NULL CHECK (status IN ('active', 'inactive', 'error')),
+  agent_name    TEXT NOT NULL,
+  config        TEXT NOT NULL,
+  scopes        TEXT NOT NULL,
+  metadata      TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,
+  updated_at    INTEGER NOT NULL,
+  last_event_id INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_newest ON sessions (created_at DESC);
+
+-- One row per metadata/scopes entry, so filters are indexed equality lookups.
+CREATE TABLE session_labels (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  kind       TEXT NOT NULL CHECK (kind IN ('metadata', 'scopes')),
+  key        TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  PRIMARY KEY (session_id, kind, key)
+) WITHOUT ROWID;
+CREATE INDEX session_labels_lookup ON session_labels (kind, key, value);
+
+-- The projection of the latest checkpoint that the REST API reads.
+CREATE TABLE messages (
+  id           TEXT PRIMARY KEY,
+  session_id   TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  seq          INTEGER NOT NULL,
+  role         TEXT NOT NULL,
+  content      TEXT NOT NULL,
+  tool_calls   TEXT NOT NULL DEFAULT '[]',
+  tool_call_id TEXT,
+  token_count  INTEGER,
+  model_used   TEXT,
+  parent_id    TEXT,
+  status       TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  UNIQUE (session_id, seq)
+);
+
+-- Authoritative conversation state per thread; the newest version wins.
+CREATE TABLE checkpoints (
+  thread_id  TEXT NOT NULL,
+  version    INTEGER NOT NULL,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  state      TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (thread_id, version)
+) WITHOUT ROWID;
+CREATE INDEX checkpoints_session ON checkpoints (session_id);
+
+-- The durable event log: each row holds the serialized frames first_id..last_id.
+CREATE TABLE event_batches (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  first_id   INTEGER NOT NULL,
+  last_id    INTEGER NOT NULL,
+  frames     BLOB NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, first_id)
+) WITHOUT ROWID;
+
+CREATE TABLE idempotency_keys (
+  session_id     TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  key            TEXT NOT NULL,
+  content_hash   TEXT NOT NULL,
+  run_id         TEXT NOT NULL,
+  first_event_id INTEGER NOT NULL,
+  created_at     INTEGER NOT NULL,
+  PRIMARY KEY (session_id, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+
+-- Completion callbacks: an outbox row per delivery, one row per attempt.
+CREATE TABLE webhook_deliveries (
+  id              TEXT PRIMARY KEY,
+  webhook_id      TEXT NOT NULL UNIQUE,
+  session_id      TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  run_id          TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  payload         TEXT NOT NULL,
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempt_count   INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  created_at      INTEGER NOT NULL
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+CREATE INDEX webhook_deliveries_session ON webhook_deliveries (session_id);
+CREATE TABLE webhook_attempts (
+  delivery_id TEXT NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+  attempt     INTEGER NOT NULL,
+  at          INTEGER NOT NULL,
+  status_code INTEGER,
+  error       TEXT,
+  duration_ms INTEGER NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+) WITHOUT ROWID;
+)sql",
+};
+
+int user_version(sqlite_database& db) {
+  auto st = db.prepare("PRAGMA user_version");
+  st.step();
+  return static_cast<int>(st.int64(0));
+}
+
+}  // namespace
+
+int schema_version() { return static_cast<int>(migrations.size()); }
+
+void migrate(sqlite_database& db) {
+  int current = user_version(db);
+  if (current > schema_version())
+    throw core::store_error("database schema version " + std::to_string(current) + " is newer than this binary's " +
+                            std::to_string(schema_version()));
+  for (int v = current; v < schema_version(); ++v) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(migrations[static_cast<std::size_t>(v)]);
+      db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
+      db.exec("COMMIT");
+    } catch (...) {
+      db.exec("ROLLBACK");
+      throw;
+    }
+  }
+}
+
+}  // namespace agw::persistence

@@ -1,0 +1,71 @@
+#pragma once
+// RAII over the SQLite C API: a connection, prepared statements, and errors as
+// store_error. Not thread-safe: one thread uses a connection at a time.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace agw::persistence {
+
+class statement {
+ public:
+  statement(sqlite3* db, sqlite3_stmt* stmt, bool owned) : db_(db), stmt_(stmt), owned_(owned) {}
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+  // Leaves a cached statement reset and unbound for its next user; finalizes an owned one.
+  ~statement();
+
+  statement& bind(int index, std::string_view text);
+  statement& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
+  statement& bind(int index, std::int64_t value);
+  statement& bind(int index, const std::optional<std::string>& text);
+  statement& bind(int index, const std::optional<std::int64_t>& value);
+  statement& bind_null(int index);
+  statement& bind_blob(int index, std::string_view bytes);
+
+  bool step();  // true: a row is ready
+  void run();   // step to completion, expecting no rows
+
+  std::int64_t int64(int column) const;
+  std::string text(int column) const;
+  std::optional<std::string> optional_text(int column) const;
+  std::optional<std::int64_t> optional_int64(int column) const;
+  bool is_null(int column) const;
+
+ private:
+  void check(int rc) const;
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+  bool owned_;
+};
+
+class sqlite_database {
+ public:
+  // Opens (creating) the file in WAL mode with foreign keys and a busy timeout.
+  explicit sqlite_database(const std::string& path);
+  ~sqlite_database();
+  sqlite_database(const sqlite_database&) = delete;
+  sqlite_database& operator=(const sqlite_database&) = delete;
+
+  void exec(const char* sql);
+  // A cached prepared statement; one user at a time (statements are not reentrant).
+  statement prepare(const char* sql);
+  // For SQL built at run time (not cached).
+  statement prepare_uncached(const std::string& sql);
+  std::int64_t changes() const { return sqlite3_changes64(db_); }
+  sqlite3* handle() { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;
+};
+
+// Throws store_error with SQLite's message.
+[[noreturn]] void throw_sqlite_error(sqlite3* db, int rc, std::string_view what);
+
+}  // namespace agw::persistence

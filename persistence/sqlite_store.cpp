@@ -1,0 +1,329 @@
+#include "persistence/sqlite_store.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <charconv>
+
+namespace agw::persistence {
+namespace {
+
+std::string map_to_json(const core::string_map& m) {
+  boost::json::object o;
+  for (const auto& [k, v] : m) o[k] = v;
+  return boost::json::serialize(o);
+}
+
+core::string_map map_from_json(const std::string& text) {
+  core::string_map out;
+  auto v = boost::json::parse(text);
+  for (const auto& [k, value] : v.as_object()) out[std::string(k)] = std::string(value.as_string());
+  return out;
+}
+
+constexpr const char* session_columns =
+    "s.id, s.thread_id, s.title, s.status, s.agent_name, s.config, s.scopes, s.metadata, s.created_at, s.updated_at, "
+    "s.last_event_id, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)";
+
+core::session_record read_session(const statement& st) {
+  core::session_record s;
+  s.id = st.text(0);
+  s.thread_id = st.text(1);
+  s.title = st.optional_text(2);
+  s.status = st.text(3);
+  s.agent_name = st.text(4);
+  s.config = boost::json::parse(st.text(5)).as_object();
+  s.scopes = map_from_json(st.text(6));
+  s.metadata = map_from_json(st.text(7));
+  s.created_at_ms = st.int64(8);
+  s.updated_at_ms = st.int64(9);
+  s.last_event_id = st.int64(10);
+  s.message_count = st.int64(11);
+  return s;
+}
+
+constexpr const char* message_columns =
+    "id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, parent_id, status, created_at";
+
+core::message_record read_message(const statement& st) {
+  core::message_record m;
+  m.id = st.text(0);
+  m.session_id = st.text(1);
+  m.seq = st.int64(2);
+  m.role = st.text(3);
+  m.content = st.text(4);
+  m.tool_calls = boost::json::parse(st.text(5)).as_array();
+  m.tool_call_id = st.optional_text(6);
+  m.token_count = st.optional_int64(7);
+  m.model_used = st.optional_text(8);
+  m.parent_id = st.optional_text(9);
+  m.status = st.text(10);
+  m.created_at_ms = st.int64(11);
+  return m;
+}
+
+}  // namespace
+
+sqlite_store::sqlite_store(const std::string& path) : db_(path) {}
+
+void sqlite_store::begin_batch() { db_.prepare("BEGIN IMMEDIATE").run(); }
+void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
+void sqlite_store::rollback_batch() {
+  if (!sqlite3_get_autocommit(db_.handle())) db_.prepare("ROLLBACK").run();
+}
+void sqlite_store::savepoint() { db_.prepare("SAVEPOINT job").run(); }
+void sqlite_store::release_savepoint() { db_.prepare("RELEASE job").run(); }
+void sqlite_store::rollback_to_savepoint() { db_.prepare("ROLLBACK TO job").run(); }
+
+void sqlite_store::write_labels(const core::session_record& s) {
+  db_.prepare("DELETE FROM session_labels WHERE session_id = ?").bind(1, s.id).run();
+  for (const auto& [kind, map] : {std::pair{"metadata", &s.metadata}, std::pair{"scopes", &s.scopes}})
+    for (const auto& [k, v] : *map)
+      db_.prepare("INSERT INTO session_labels (session_id, kind, key, value) VALUES (?, ?, ?, ?)")
+          .bind(1, s.id)
+          .bind(2, std::string_view(kind))
+          .bind(3, k)
+          .bind(4, v)
+          .run();
+}
+
+void sqlite_store::insert_session(const core::session_record& s) {
+  db_.prepare(
+         "INSERT INTO sessions (id, thread_id, title, status, agent_name, config, scopes, metadata, created_at, updated_at, "
+         "last_event_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(1, s.id)
+      .bind(2, s.thread_id)
+      .bind(3, s.title)
+      .bind(4, s.status)
+      .bind(5, s.agent_name)
+      .bind(6, boost::json::serialize(s.config))
+      .bind(7, map_to_json(s.scopes))
+      .bind(8, map_to_json(s.metadata))
+      .bind(9, s.created_at_ms)
+      .bind(10, s.updated_at_ms)
+      .bind(11, s.last_event_id)
+      .run();
+  write_labels(s);
+}
+
+std::optional<core::session_record> sqlite_store::find_session(std::string_view id) {
+  static const std::string sql = std::string("SELECT ") + session_columns + " FROM sessions s WHERE s.id = ?";
+  auto st = db_.prepare(sql.c_str());
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  return read_session(st);
+}
+
+core::session_page sqlite_store::list_sessions(const core::session_filter& f) {
+  std::string where = " WHERE 1=1";
+  if (f.status) where += " AND s.status = ?";
+  auto label = [](const char* kind) {
+    return std::string(" AND EXISTS (SELECT 1 FROM session_labels l WHERE l.session_id = s.id AND l.kind = '") + kind +
+           "' AND l.key = ? AND l.value = ?)";
+  };
+  for (std::size_t i = 0; i < f.metadata.size(); ++i) where += label("metadata");
+  for (std::size_t i = 0; i < f.scopes.size(); ++i) where += label("scopes");
+  auto bind_filters = [&](statement& st) {
+    int n = 1;
+    if (f.status) st.bind(n++, *f.status);
+    for (const auto* labels : {&f.metadata, &f.scopes})
+      for (const auto& [k, v] : *labels) {
+        st.bind(n, k).bind(n + 1, v);
+        n += 2;
+      }
+    return n;
+  };
+  core::session_page page;
+  {
+    auto st = db_.prepare_uncached("SELECT COUNT(*) FROM sessions s" + where);
+    bind_filters(st);
+    st.step();
+    page.total = st.int64(0);
+  }
+  auto st = db_.prepare_uncached(std::string("SELECT ") + session_columns + " FROM sessions s" + where +
+                                 " ORDER BY s.created_at DESC, s.rowid DESC LIMIT ? OFFSET ?");
+  int n = bind_filters(st);
+  st.bind(n, f.limit).bind(n + 1, f.offset);
+  while (st.step()) page.sessions.push_back(read_session(st));
+  return page;
+}
+
+bool sqlite_store::update_session(const core::session_record& s) {
+  db_.prepare(
+         "UPDATE sessions SET title = ?, status = ?, agent_name = ?, config = ?, scopes = ?, metadata = ?, updated_at = ? "
+         "WHERE id = ?")
+      .bind(1, s.title)
+      .bind(2, s.status)
+      .bind(3, s.agent_name)
+      .bind(4, boost::json::serialize(s.config))
+      .bind(5, map_to_json(s.scopes))
+      .bind(6, map_to_json(s.metadata))
+      .bind(7, s.updated_at_ms)
+      .bind(8, s.id)
+      .run();
+  if (db_.changes() == 0) return false;
+  write_labels(s);
+  return true;
+}
+
+bool sqlite_store::delete_session(std::string_view id) {
+  db_.prepare("DELETE FROM sessions WHERE id = ?").bind(1, id).run();
+  return db_.changes() > 0;
+}
+
+std::vector<std::string> sqlite_store::all_session_ids() {
+  std::vector<std::string> out;
+  auto st = db_.prepare("SELECT id FROM sessions ORDER BY created_at, rowid");
+  while (st.step()) out.push_back(st.text(0));
+  return out;
+}
+
+core::message_page sqlite_store::list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) {
+  core::message_page page;
+  {
+    auto st = db_.prepare("SELECT COUNT(*) FROM messages WHERE session_id = ?");
+    st.bind(1, session_id).step();
+    page.total = st.int64(0);
+  }
+  static const std::string sql =
+      std::string("SELECT ") + message_columns + " FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?";
+  auto st = db_.prepare(sql.c_str());
+  st.bind(1, session_id).bind(2, limit).bind(3, offset);
+  while (st.step()) page.messages.push_back(read_message(st));
+  return page;
+}
+
+std::vector<core::message_record> sqlite_store::all_messages(std::string_view session_id) {
+  static const std::string sql = std::string("SELECT ") + message_columns + " FROM messages WHERE session_id = ? ORDER BY seq";
+  std::vector<core::message_record> out;
+  auto st = db_.prepare(sql.c_str());
+  st.bind(1, session_id);
+  while (st.step()) out.push_back(read_message(st));
+  return out;
+}
+
+void sqlite_store::upsert_message(const core::message_record& m) {
+  db_.prepare(
+         "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, "
+         "parent_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+         "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, role = excluded.role, content = excluded.content, "
+         "tool_calls = excluded.tool_calls, tool_call_id = excluded.tool_call_id, token_count = excluded.token_count, "
+         "model_used = excluded.model_used, parent_id = excluded.parent_id, status = excluded.status, "
+         "created_at = excluded.created_at")
+      .bind(1, m.id)
+      .bind(2, m.session_id)
+      .bind(3, m.seq)
+      .bind(4, m.role)
+      .bind(5, m.content)
+      .bind(6, boost::json::serialize(m.tool_calls))
+      .bind(7, m.tool_call_id)
+      .bind(8, m.token_count)
+      .bind(9, m.model_used)
+      .bind(10, m.parent_id)
+      .bind(11, m.status)
+      .bind(12, m.created_at_ms)
+      .run();
+}
+
+void sqlite_store::delete_messages(std::string_view session_id) {
+  db_.prepare("DELETE FROM messages WHERE session_id = ?").bind(1, session_id).run();
+}
+
+void sqlite_store::insert_checkpoint(const core::checkpoint_record& c) {
+  db_.prepare("INSERT INTO checkpoints (thread_id, version, session_id, state, created_at) VALUES (?, ?, ?, ?, ?)")
+      .bind(1, c.thread_id)
+      .bind(2, c.version)
+      .bind(3, c.session_id)
+      .bind(4, c.state)
+      .bind(5, c.created_at_ms)
+      .run();
+}
+
+std::optional<core::checkpoint_record> sqlite_store::latest_checkpoint(std::string_view thread_id) {
+  auto st = db_.prepare(
+      "SELECT thread_id, version, session_id, state, created_at FROM checkpoints WHERE thread_id = ? "
+      "ORDER BY version DESC LIMIT 1");
+  st.bind(1, thread_id);
+  if (!st.step()) return std::nullopt;
+  return core::checkpoint_record{st.text(0), st.text(2), st.int64(1), st.text(3), st.int64(4)};
+}
+
+void sqlite_store::append_events(const core::event_batch_record& b) {
+  db_.prepare("INSERT INTO event_batches (session_id, first_id, last_id, frames, created_at) VALUES (?, ?, ?, ?, ?)")
+      .bind(1, b.session_id)
+      .bind(2, b.first_id)
+      .bind(3, b.last_id)
+      .bind_blob(4, b.frames)
+      .bind(5, b.created_at_ms)
+      .run();
+  db_.prepare("UPDATE sessions SET last_event_id = max(last_event_id, ?) WHERE id = ?").bind(1, b.last_id).bind(2, b.session_id).run();
+}
+
+std::vector<core::stored_event> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {
+  std::vector<core::stored_event> out;
+  auto st = db_.prepare("SELECT frames FROM event_batches WHERE session_id = ? AND last_id > ? ORDER BY first_id");
+  st.bind(1, session_id).bind(2, after_id);
+  while (out.size() < limit && st.step()) {
+    for (auto& e : split_frames(st.text(0))) {
+      if (e.id <= after_id) continue;
+      if (out.size() >= limit) break;
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+std::int64_t sqlite_store::oldest_event_id(std::string_view session_id) {
+  auto st = db_.prepare("SELECT min(first_id) FROM event_batches WHERE session_id = ?");
+  st.bind(1, session_id).step();
+  return st.is_null(0) ? 0 : st.int64(0);
+}
+
+void sqlite_store::trim_events(std::string_view session_id, std::int64_t keep_from_id) {
+  // Whole batches only: a batch partly below the cut is kept, so retention is "at least".
+  db_.prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id < ?").bind(1, session_id).bind(2, keep_from_id).run();
+}
+
+std::optional<core::idempotency_record> sqlite_store::find_idempotency_key(std::string_view session_id, std::string_view key) {
+  auto st = db_.prepare(
+      "SELECT session_id, key, content_hash, run_id, first_event_id, created_at FROM idempotency_keys "
+      "WHERE session_id = ? AND key = ?");
+  st.bind(1, session_id).bind(2, key);
+  if (!st.step()) return std::nullopt;
+  return core::idempotency_record{st.text(0), st.text(1), st.text(2), st.text(3), st.int64(4), st.int64(5)};
+}
+
+void sqlite_store::insert_idempotency_key(const core::idempotency_record& r) {
+  db_.prepare(
+         "INSERT INTO idempotency_keys (session_id, key, content_hash, run_id, first_event_id, created_at) "
+         "VALUES (?, ?, ?, ?, ?, ?)")
+      .bind(1, r.session_id)
+      .bind(2, r.key)
+      .bind(3, r.content_hash)
+      .bind(4, r.run_id)
+      .bind(5, r.first_event_id)
+      .bind(6, r.created_at_ms)
+      .run();
+}
+
+void sqlite_store::purge_idempotency_keys(std::int64_t older_than_ms) {
+  db_.prepare("DELETE FROM idempotency_keys WHERE created_at < ?").bind(1, older_than_ms).run();
+}
+
+std::vector<core::stored_event> split_frames(std::string_view frames) {
+  std::vector<core::stored_event> out;
+  while (!frames.empty()) {
+    auto end = frames.find("\n\n");
+    std::string_view frame = frames.substr(0, end == std::string_view::npos ? frames.size() : end + 2);
+    frames.remove_prefix(frame.size());
+    core::stored_event e;
+    if (frame.starts_with("id: ")) {
+      auto digits = frame.substr(4, frame.find('\n') - 4);
+      std::from_chars(digits.data(), digits.data() + digits.size(), e.id);
+    }
+    e.frame = std::string(frame);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace agw::persistence

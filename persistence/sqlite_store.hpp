@@ -1,0 +1,57 @@
+#pragma once
+// store_connection over one SQLite connection. Not thread-safe: the
+// store_executor gives each connection to exactly one thread.
+#include <string>
+
+#include "core/store.hpp"
+#include "persistence/sqlite_database.hpp"
+
+namespace agw::persistence {
+
+class sqlite_store final : public core::store_connection {
+ public:
+  // Opens the file; the first connection of a process should call migrate() on it.
+  explicit sqlite_store(const std::string& path);
+
+  void begin_batch() override;
+  void commit_batch() override;
+  void rollback_batch() override;
+  void savepoint() override;
+  void release_savepoint() override;
+  void rollback_to_savepoint() override;
+
+  void insert_session(const core::session_record& s) override;
+  std::optional<core::session_record> find_session(std::string_view id) override;
+  core::session_page list_sessions(const core::session_filter& filter) override;
+  bool update_session(const core::session_record& s) override;
+  bool delete_session(std::string_view id) override;
+  std::vector<std::string> all_session_ids() override;
+
+  core::message_page list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) override;
+  std::vector<core::message_record> all_messages(std::string_view session_id) override;
+  void upsert_message(const core::message_record& m) override;
+  void delete_messages(std::string_view session_id) override;
+
+  void insert_checkpoint(const core::checkpoint_record& c) override;
+  std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override;
+
+  void append_events(const core::event_batch_record& batch) override;
+  std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override;
+  std::int64_t oldest_event_id(std::string_view session_id) override;
+  void trim_events(std::string_view session_id, std::int64_t keep_from_id) override;
+
+  std::optional<core::idempotency_record> find_idempotency_key(std::string_view session_id, std::string_view key) override;
+  void insert_idempotency_key(const core::idempotency_record& r) override;
+  void purge_idempotency_keys(std::int64_t older_than_ms) override;
+
+  sqlite_database& database() { return db_; }
+
+ private:
+  void write_labels(const core::session_record& s);
+  sqlite_database db_;
+};
+
+// Splits a stored batch of SSE frames back into events ("id: N\n..." each).
+std::vector<core::stored_event> split_frames(std::string_view frames);
+
+}  // namespace agw::persistence

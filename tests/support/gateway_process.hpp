@@ -1,0 +1,56 @@
+#pragma once
+// Starts the real agent-gateway binary on a free loopback port (port 0) with
+// its database in a temporary directory, and stops it by its own PID.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace agw::test {
+
+class temp_dir {
+ public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+class gateway_process {
+ public:
+  using env_map = std::map<std::string, std::string>;
+  // Starts at once; throws when the server does not report its port within 15 s.
+  explicit gateway_process(env_map env = {});
+  ~gateway_process();
+  gateway_process(const gateway_process&) = delete;
+  gateway_process& operator=(const gateway_process&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  const std::string& db_path() const { return db_path_; }
+  pid_t pid() const { return pid_; }
+
+  void kill9();               // SIGKILL and reap
+  int terminate();            // SIGTERM; returns the exit status (or -signal)
+  void start();               // (re)start with the same database and environment
+  std::string stderr_text();  // what the process logged so far
+
+ private:
+  temp_dir dir_;
+  env_map env_;
+  std::string db_path_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Runs the binary to completion with args and env; returns {exit status, stdout+stderr}.
+std::pair<int, std::string> run_gateway_command(const std::vector<std::string>& args, const gateway_process::env_map& env);
+
+}  // namespace agw::test
