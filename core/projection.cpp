@@ -15,11 +15,14 @@ bool same(const message_record& a, const message_record& b) {
 
 }  // namespace
 
-void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state) {
+void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state,
+                     std::size_t changed_from) {
   c.insert_checkpoint({s.thread_id, s.id, version, serialize_checkpoint(state), now_ms()});
   // Only changed rows are rewritten: a run's checkpoints grow the tail of the conversation.
-  for (auto m : state.messages) {
+  for (std::size_t i = changed_from; i < state.messages.size(); ++i) {
+    auto m = state.messages[i];
     m.session_id = s.id;
+    m.seq = static_cast<std::int64_t>(i + 1);  // the checkpoint's order is the projection's order
     c.upsert_message(m);
   }
 }

@@ -9,8 +9,10 @@
 
 namespace agw::core {
 
-// Writes a checkpoint and projects its messages (call inside one write job, so both land together).
-void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state);
+// Writes a checkpoint and projects its messages from index `changed_from` on (the
+// earlier ones are unchanged); call inside one write job, so both land together.
+void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state,
+                     std::size_t changed_from = 0);
 
 // Replaces the session's messages with those of its latest checkpoint. Runs
 // inside the caller's transaction. nullopt: no such session.

@@ -1,16 +1,82 @@
 #include "core/session_hub.hpp"
 
+#include <boost/asio/post.hpp>
+
+#include "core/agents/mock_agent.hpp"
+#include "core/runs/run_context.hpp"
+
 namespace agw::core {
 
-session_hub::live_view session_hub::live_state(const std::string& session_id) const {
+namespace net = boost::asio;
+
+session_hub::session_hub(net::any_io_executor executor, store_executor& store, metrics& stats, const settings& config,
+                         tool_runner& tools)
+    : executor_(std::move(executor)), store_(store), stats_(stats), config_(config), tools_(tools), mock_(std::make_shared<mock_agent>()) {}
+
+std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
   std::lock_guard lock(mutex_);
-  auto it = live_.find(session_id);
-  return it == live_.end() ? live_view{} : it->second;
+  auto& slot = channels_[session_id];
+  if (!slot) {
+    session_channel::options opts;
+    opts.ring_size = config_.sse_buffer_size;
+    slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, store_, stats_, opts);
+  }
+  return slot;
+}
+
+std::shared_ptr<session_channel> session_hub::find(const std::string& session_id) const {
+  std::lock_guard lock(mutex_);
+  auto it = channels_.find(session_id);
+  return it == channels_.end() ? nullptr : it->second;
+}
+
+session_hub::live_view session_hub::live_state(const std::string& session_id) const {
+  auto c = find(session_id);
+  return c ? c->snapshot() : live_view{};
 }
 
 void session_hub::session_deleted(const std::string& session_id) {
-  std::lock_guard lock(mutex_);
-  live_.erase(session_id);
+  std::shared_ptr<session_channel> c;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = channels_.find(session_id);
+    if (it == channels_.end()) return;
+    c = std::move(it->second);
+    channels_.erase(it);
+  }
+  net::post(c->strand(), [c] { c->close(); });
+}
+
+void session_hub::close_all_streams() {
+  std::vector<std::shared_ptr<session_channel>> all;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, c] : channels_) all.push_back(c);
+  }
+  for (auto& c : all) net::post(c->strand(), [c] { c->close_subscribers(); });
+}
+
+namespace {
+
+// Stands in for a provider this build cannot reach yet: the run fails cleanly.
+class unavailable_agent final : public agent {
+ public:
+  explicit unavailable_agent(std::string provider) : provider_(std::move(provider)) {}
+  net::awaitable<void> run(run_context& ctx) override {
+    ctx.fail("provider_unavailable", "provider '" + provider_ + "' is not available in this build");
+    co_return;
+  }
+
+ private:
+  std::string provider_;
+};
+
+}  // namespace
+
+std::shared_ptr<agent> session_hub::agent_for(const session_record& session) {
+  const auto* provider = session.config.if_contains("provider");
+  if (!provider || (provider->is_string() && provider->get_string() == "mock")) return mock_;
+  return std::make_shared<unavailable_agent>(provider->is_string() ? std::string(provider->get_string()) : "?");
 }
 
 }  // namespace agw::core

@@ -1,30 +1,55 @@
 #pragma once
-// The live side of sessions: which run is live on which session and the
-// newest event id handed out. (Grows into the run/event pipeline.)
-// Thread-safe: a mutex guards the map; nothing is called out under it.
-#include <cstdint>
+// The live side of every session: one session_channel per session that has
+// been used since start-up, created on first use with the session's last
+// committed event id so ids continue across restarts. Also picks the agent
+// for a session's config.
+// Thread-safe: a mutex guards the map only; channel work runs on each
+// channel's strand, never under the mutex.
+#include <boost/asio/any_io_executor.hpp>
+#include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 
-#include "core/session.hpp"
+#include "core/agents/agent.hpp"
+#include "core/metrics.hpp"
+#include "core/runs/session_channel.hpp"
+#include "core/settings.hpp"
+#include "core/store_executor.hpp"
+#include "core/tools/tool_runner.hpp"
 
 namespace agw::core {
 
 class session_hub {
  public:
-  struct live_view {
-    std::optional<run_summary> run;
-    std::int64_t last_event_id = 0;
-  };
+  session_hub(boost::asio::any_io_executor executor, store_executor& store, metrics& stats, const settings& config,
+              tool_runner& tools);
 
+  using live_view = session_channel::snapshot_view;
+
+  // The session's channel, created with last_event_id when it does not exist yet.
+  std::shared_ptr<session_channel> channel(const std::string& session_id, std::int64_t last_event_id);
+  std::shared_ptr<session_channel> find(const std::string& session_id) const;
   live_view live_state(const std::string& session_id) const;
+
+  // Aborts the live run, closes subscribers and forgets the channel.
   void session_deleted(const std::string& session_id);
+  // Draining: close every subscriber stream (clients reconnect elsewhere or later).
+  void close_all_streams();
+
+  std::shared_ptr<agent> agent_for(const session_record& session);
+  tool_runner& tools() { return tools_; }
+  metrics& stats() { return stats_; }
 
  private:
+  boost::asio::any_io_executor executor_;
+  store_executor& store_;
+  metrics& stats_;
+  const settings& config_;
+  tool_runner& tools_;
+  std::shared_ptr<agent> mock_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, live_view> live_;
+  std::unordered_map<std::string, std::shared_ptr<session_channel>> channels_;
 };
 
 }  // namespace agw::core

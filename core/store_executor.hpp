@@ -11,7 +11,8 @@
 // store_busy (the API answers 503) and is counted in rejected().
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/associated_executor.hpp>
-#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
 #include <deque>
@@ -95,7 +96,8 @@ class store_executor {
       Handler handler;
       std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
     };
-    auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
+    // A tracked executor keeps the caller's io_context running until the completion is posted.
+    auto work = boost::asio::prefer(boost::asio::get_associated_executor(handler), boost::asio::execution::outstanding_work.tracked);
     auto s = std::make_shared<state>(state{std::move(f), std::move(handler), std::nullopt});
     job j{[s](store_connection& c) {
             if constexpr (std::is_void_v<R>) {
@@ -106,9 +108,7 @@ class store_executor {
             }
           },
           [s, work = std::move(work)](std::exception_ptr error) mutable {
-            auto ex = work.get_executor();
-            work.reset();
-            boost::asio::post(ex, [s, error]() mutable {
+            boost::asio::post(work, [s, error]() mutable {
               if constexpr (std::is_void_v<R>) {
                 std::move(s->handler)(error);
               } else {

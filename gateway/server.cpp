@@ -9,6 +9,9 @@ namespace agw::gateway {
 server::server(const core::settings& config, core::store_executor& store)
     : config_(config),
       ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
+      tools_(core::make_builtin_tools()),
+      tool_runner_(tools_, 2, config.tool_timeout),
+      hub_(ioc_.get_executor(), store, stats_, config, tool_runner_),
       app_{config, store, stats_, hub_, {}, {}},
       signals_(ioc_, SIGINT, SIGTERM) {
   register_routes(app_);
@@ -48,6 +51,8 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
   spdlog::info("signal {}: draining (deadline {}s)", signal, config_.drain_timeout.count());
   app_.draining = true;
   listener_->close();
+  // Followers of /events are told to come back later; run streams go on to their done.
+  hub_.close_all_streams();
   signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
   finish_drain();
 }

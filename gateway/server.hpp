@@ -11,6 +11,7 @@
 #include "core/metrics.hpp"
 #include "core/session_hub.hpp"
 #include "core/settings.hpp"
+#include "core/tools/tool_runner.hpp"
 #include "core/store_executor.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/listener.hpp"
@@ -31,6 +32,8 @@ class server {
   const core::settings& config_;
   net::io_context ioc_;
   core::metrics stats_;
+  core::tool_registry tools_;
+  core::tool_runner tool_runner_;
   core::session_hub hub_;
   app_context app_;
   std::unique_ptr<listener> listener_;

@@ -14,4 +14,10 @@ awaitable<handler_result> get_session(request_context& ctx);
 awaitable<handler_result> patch_session(request_context& ctx);
 awaitable<handler_result> delete_session(request_context& ctx);
 
+awaitable<handler_result> post_message(request_context& ctx);
+awaitable<handler_result> list_messages(request_context& ctx);
+awaitable<handler_result> abort_run(request_context& ctx);
+awaitable<handler_result> rebuild_messages(request_context& ctx);
+awaitable<handler_result> session_events(request_context& ctx);
+
 }  // namespace agw::gateway::api

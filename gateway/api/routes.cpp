@@ -14,6 +14,11 @@ void register_routes(app_context& app) {
   r.add(verb::get, "/sessions/{}", api::get_session);
   r.add(verb::patch, "/sessions/{}", api::patch_session);
   r.add(verb::delete_, "/sessions/{}", api::delete_session);
+  r.add(verb::post, "/sessions/{}/messages", api::post_message);
+  r.add(verb::get, "/sessions/{}/messages", api::list_messages);
+  r.add(verb::post, "/sessions/{}/abort", api::abort_run);
+  r.add(verb::post, "/sessions/{}/rebuild", api::rebuild_messages);
+  r.add(verb::get, "/sessions/{}/events", api::session_events);
 }
 
 }  // namespace agw::gateway

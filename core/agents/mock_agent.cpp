@@ -1,0 +1,114 @@
+#include "core/agents/mock_agent.hpp"
+
+#include "core/agents/mock_options.hpp"
+#include "core/runs/run_context.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+std::vector<std::string> mock_tokens(const std::string& content, std::optional<std::int64_t> count) {
+  std::vector<std::string> out;
+  if (count) {
+    out.reserve(static_cast<std::size_t>(*count));
+    for (std::int64_t i = 0; i < *count; ++i) out.push_back((i ? " tok" : "tok") + std::to_string(i));
+    return out;
+  }
+  std::size_t i = 0;
+  while (i < content.size()) {
+    while (i < content.size() && std::isspace(static_cast<unsigned char>(content[i]))) ++i;
+    std::size_t start = i;
+    while (i < content.size() && !std::isspace(static_cast<unsigned char>(content[i]))) ++i;
+    if (i > start) out.push_back((out.empty() ? "" : " ") + content.substr(start, i - start));
+  }
+  return out;
+}
+
+namespace {
+
+std::int64_t count_words(const conversation_state& conversation) {
+  std::int64_t words = 0;
+  for (const auto& m : conversation.messages) words += static_cast<std::int64_t>(mock_tokens(m.content, std::nullopt).size());
+  return words;
+}
+
+}  // namespace
+
+net::awaitable<void> mock_agent::run(run_context& ctx) {
+  const auto options = parse_mock_options(ctx.config().if_contains("mock"));
+  auto& usage = ctx.usage();
+  usage.provider = "mock";
+  usage.model = ctx.config().contains("model") && ctx.config().at("model").is_string()
+                    ? std::string(ctx.config().at("model").get_string())
+                    : "mock";
+  usage.input_tokens = count_words(ctx.conversation());
+
+  if (!options.plan.empty()) {
+    boost::json::array todos;
+    for (const auto& step : options.plan) todos.push_back(boost::json::string(step));
+    co_await ctx.pace();
+    ctx.publish("planning", {{"todos", std::move(todos)}});
+  }
+
+  if (!options.tool_calls.empty()) {
+    std::vector<run_context::tool_request> calls;
+    for (std::size_t i = 0; i < options.tool_calls.size(); ++i)
+      calls.push_back({"call_" + std::to_string(i + 1), options.tool_calls[i].name, options.tool_calls[i].args});
+    auto calling = ctx.call_tools(calls);
+    auto outcomes = co_await std::move(calling);
+    for (const auto& o : outcomes) {
+      if (o.status == tool_outcome::kind::ok) continue;
+      const char* code = o.status == tool_outcome::kind::timed_out ? "tool_timeout"
+                         : o.status == tool_outcome::kind::unknown_tool ? "unknown_tool"
+                                                                          : "tool_failed";
+      ctx.fail(code, o.result.output);
+      co_return;
+    }
+    if (ctx.aborted()) co_return;
+    co_await ctx.pace();
+    ctx.publish_status("thinking");
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  if (options.think_ms > 0) {
+    auto sleeping = ctx.sleep_until(start + std::chrono::milliseconds(options.think_ms));
+    if (!co_await std::move(sleeping)) co_return;
+  }
+
+  const auto& user = ctx.conversation().messages;
+  std::string prompt;
+  for (auto it = user.rbegin(); it != user.rend(); ++it)
+    if (it->role == "user") {
+      prompt = it->content;
+      break;
+    }
+  const auto tokens = mock_tokens(prompt, options.tokens);
+  const auto first_token_at = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (ctx.aborted()) co_return;
+    if (options.fail_after && static_cast<std::int64_t>(i) == *options.fail_after) break;
+    if (options.tokens_per_second && i > 0) {
+      // An absolute schedule: token i is due i/rate after the first, so delays never accumulate.
+      auto due = first_token_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(static_cast<double>(i) / *options.tokens_per_second));
+      auto sleeping = ctx.sleep_until(due);
+      if (!co_await std::move(sleeping)) co_return;
+    }
+    co_await ctx.pace();
+    ctx.publish_token(tokens[i]);
+  }
+  usage.output_tokens = ctx.tokens_streamed();
+  if (options.fail_after) {
+    ctx.fail("mock_failure", "mock agent failed after " + std::to_string(*options.fail_after) + " tokens");
+    co_return;
+  }
+  for (std::size_t i = 0; i < options.plan.size(); ++i) {
+    if (ctx.aborted()) co_return;
+    co_await ctx.pace();
+    ctx.publish("step_complete", {{"step_number", static_cast<std::int64_t>(i + 1)},
+                                  {"total_steps", static_cast<std::int64_t>(options.plan.size())},
+                                  {"description", options.plan[i]}});
+  }
+}
+
+}  // namespace agw::core

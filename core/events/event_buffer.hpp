@@ -1,0 +1,31 @@
+#pragma once
+// The ring EventBuffer: the newest `capacity` committed frames of one session,
+// already serialized, so a resume inside the ring costs no storage read and no
+// re-serialization. Not thread-safe: owned by the session's strand.
+#include <cstdint>
+#include <vector>
+
+#include "core/events/event_frame.hpp"
+
+namespace agw::core {
+
+class event_buffer {
+ public:
+  explicit event_buffer(std::size_t capacity);
+
+  void push(frame_ptr frame);  // ids must arrive in increasing order
+  // Frames with id > after_id, in order, when the ring still holds all of them.
+  bool covers(std::int64_t after_id) const;
+  std::vector<frame_ptr> after(std::int64_t after_id) const;
+
+  std::int64_t oldest_id() const;  // 0 when empty
+  std::int64_t newest_id() const;  // 0 when empty
+  std::size_t size() const { return size_; }
+
+ private:
+  std::vector<frame_ptr> slots_;
+  std::size_t head_ = 0;  // index of the oldest frame
+  std::size_t size_ = 0;
+};
+
+}  // namespace agw::core

@@ -1,0 +1,29 @@
+#pragma once
+// The SSE wire format as pure functions (see the contract's "Events and the SSE
+// wire format"). data is always one line of JSON: the serializer never emits a
+// raw newline, so a frame needs exactly one data: line.
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "core/events/event_frame.hpp"
+
+namespace agw::core {
+
+// A numbered frame: id, event and data lines and the blank line that ends it.
+event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, boost::json::object data);
+
+// "retry: <ms>\n": first line of every stream, deliberately without a blank line of its own.
+std::string retry_line(std::chrono::milliseconds interval);
+
+// ": heartbeat\n": a comment, no blank line after it.
+std::string_view heartbeat_line();
+
+// The unnumbered frame a resume starts with.
+std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id);
+
+// Rebuilds an event_frame from a stored frame's text (for replay from the log).
+event_frame parse_stored_frame(std::string text);
+
+}  // namespace agw::core

@@ -1,0 +1,42 @@
+#pragma once
+// One run of a session's agent: identity, abort flag and the timer its agent
+// sleeps on (so an abort cuts a sleep short). Lives on the session's strand;
+// request_abort() may be called from any thread (it posts).
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <cstdint>
+#include <string>
+
+#include "core/session.hpp"
+
+namespace agw::core {
+
+class run : public std::enable_shared_from_this<run> {
+ public:
+  run(boost::asio::strand<boost::asio::any_io_executor> strand, std::string id, std::int64_t started_at_ms,
+      std::int64_t events_before);
+
+  const std::string& id() const { return id_; }
+  std::int64_t started_at_ms() const { return started_at_ms_; }
+  // The session's last event id when the run began: its events are the ones after it.
+  std::int64_t events_before() const { return events_before_; }
+  run_summary summary() const { return {id_, started_at_ms_}; }
+
+  void request_abort();
+  bool abort_requested() const { return abort_.load(); }
+
+  // Sleeps until `deadline` or an abort; true when the full sleep happened. Strand only.
+  boost::asio::awaitable<bool> sleep_until(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  std::string id_;
+  std::int64_t started_at_ms_;
+  std::int64_t events_before_;
+  std::atomic<bool> abort_{false};
+  boost::asio::steady_timer sleeper_;
+};
+
+}  // namespace agw::core

@@ -1,0 +1,98 @@
+#include "core/runs/run_context.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/ids.hpp"
+#include "core/projection.hpp"
+#include "core/time_format.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+run_context::run_context(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r, session_record session,
+                         conversation_state conversation, tool_runner& tools, std::int64_t checkpoint_version)
+    : channel_(std::move(channel)),
+      run_(std::move(r)),
+      session_(std::move(session)),
+      conversation_(std::move(conversation)),
+      tools_(tools),
+      checkpoint_version_(checkpoint_version) {
+  if (!conversation_.messages.empty()) user_message_id_ = conversation_.messages.back().id;
+}
+
+net::awaitable<void> run_context::pace() {
+  // Bounded: a run that outpaces storage waits here instead of growing memory.
+  co_await channel_->wait_below_watermark();
+  if (++published_ % 8 == 0) co_await net::post(channel_->strand(), net::use_awaitable);
+}
+
+void run_context::publish(std::string_view type, boost::json::object data) { channel_->publish(run_->id(), type, std::move(data)); }
+
+void run_context::publish_status(std::string_view s) { publish("status", {{"status", s}}); }
+
+void run_context::publish_token(std::string_view text) {
+  content_ += text;
+  ++tokens_;
+  publish("token", {{"content", text}});
+}
+
+void run_context::publish_tool_call(const std::string& id, const std::string& name, const boost::json::object& args) {
+  publish("tool_call", {{"id", id}, {"name", name}, {"args", args}});
+}
+
+void run_context::publish_tool_result(const std::string& tool_call_id, const std::string& output, int exit_code) {
+  publish("tool_result", {{"tool_call_id", tool_call_id}, {"output", output}, {"exit_code", exit_code}});
+}
+
+net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vector<tool_request>& calls) {
+  std::vector<tool_outcome> outcomes;
+  if (calls.empty()) co_return outcomes;
+  co_await pace();
+  publish_status("tool");
+  // The assistant turn that asked for the tools, then one tool message per result.
+  message_record asked;
+  asked.id = new_uuid();
+  asked.session_id = session_.id;
+  asked.role = "assistant";
+  asked.parent_id = user_message_id_;
+  asked.created_at_ms = now_ms();
+  for (const auto& c : calls) asked.tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"args", c.args}});
+  conversation_.messages.push_back(asked);
+  for (const auto& c : calls) {
+    co_await pace();
+    publish_tool_call(c.id, c.name, c.args);
+    auto running = tools_.run(c.name, c.args);
+    auto outcome = co_await std::move(running);
+    co_await pace();
+    publish_tool_result(c.id, outcome.result.output, outcome.result.exit_code);
+    message_record result;
+    result.id = new_uuid();
+    result.session_id = session_.id;
+    result.role = "tool";
+    result.content = outcome.result.output;
+    result.tool_call_id = c.id;
+    result.parent_id = asked.id;
+    result.status = outcome.status == tool_outcome::kind::ok ? "complete" : "error";
+    result.created_at_ms = now_ms();
+    conversation_.messages.push_back(std::move(result));
+    outcomes.push_back(std::move(outcome));
+    if (aborted()) break;
+  }
+  co_await checkpoint();
+  co_return outcomes;
+}
+
+net::awaitable<void> run_context::checkpoint() {
+  // Messages before this run's user message are unchanged: only the tail is projected again.
+  std::size_t changed_from = 0;
+  for (std::size_t i = 0; i < conversation_.messages.size(); ++i)
+    if (conversation_.messages[i].id == user_message_id_) changed_from = i;
+  auto write = [s = session_, version = ++checkpoint_version_, state = conversation_, changed_from](store_connection& c) {
+    save_checkpoint(c, s, version, state, changed_from);
+  };
+  co_await channel_->store().async_write(std::move(write), net::use_awaitable);
+}
+
+}  // namespace agw::core

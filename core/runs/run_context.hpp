@@ -1,0 +1,96 @@
+#pragma once
+// What an agent sees of its run: the conversation so far, the session's config,
+// tools, and calls that publish events. Everything runs on the session strand.
+// token() keeps the exact concatenation of streamed tokens, which is what the
+// run persists, also on abort and failure.
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint.hpp"
+#include "core/runs/run.hpp"
+#include "core/runs/session_channel.hpp"
+#include "core/tools/tool_runner.hpp"
+
+namespace agw::core {
+
+struct usage_figures {
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  double estimated_cost = 0;
+  std::string provider;
+  std::string model;
+};
+
+struct run_failure {
+  std::string code;
+  std::string message;
+};
+
+class run_context {
+ public:
+  run_context(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r, session_record session,
+              conversation_state conversation, tool_runner& tools, std::int64_t checkpoint_version);
+
+  // --- events ---
+  // Agents `co_await pace()` before publishing: it waits while storage is behind
+  // (the high watermark) and yields now and then so a full-speed run shares its
+  // io thread. publish() itself never waits. (Event payloads are built outside
+  // co_await expressions: GCC 12 miscompiles braced temporaries inside them.)
+  boost::asio::awaitable<void> pace();
+  void publish(std::string_view type, boost::json::object data);
+  void publish_status(std::string_view status);
+  void publish_token(std::string_view text);  // also appends to content()
+  void publish_tool_call(const std::string& id, const std::string& name, const boost::json::object& args);
+  void publish_tool_result(const std::string& tool_call_id, const std::string& output, int exit_code);
+
+  // --- tools: runs the tool off the io threads and records the step in the checkpoint ---
+  struct tool_request {
+    std::string id;
+    std::string name;
+    boost::json::object args;
+  };
+  // Emits tool_call/tool_result around each call; returns the outcomes in order.
+  boost::asio::awaitable<std::vector<tool_outcome>> call_tools(const std::vector<tool_request>& calls);
+
+  // --- state ---
+  bool aborted() const { return run_->abort_requested(); }
+  boost::asio::awaitable<bool> sleep_until(std::chrono::steady_clock::time_point t) { return run_->sleep_until(t); }
+  void fail(std::string code, std::string message) { failure_ = run_failure{std::move(code), std::move(message)}; }
+  const std::optional<run_failure>& failure() const { return failure_; }
+  usage_figures& usage() { return usage_; }
+  const std::string& content() const { return content_; }
+  std::int64_t tokens_streamed() const { return tokens_; }
+
+  const session_record& session() const { return session_; }
+  const boost::json::object& config() const { return session_.config; }
+  const conversation_state& conversation() const { return conversation_; }
+  conversation_state& conversation() { return conversation_; }
+  const std::string& user_message_id() const { return user_message_id_; }
+  const tool_registry& tools() const { return tools_.tools(); }
+  run& current_run() { return *run_; }
+  session_channel& channel() { return *channel_; }
+
+  // Writes the conversation as the next checkpoint version (and its projection).
+  boost::asio::awaitable<void> checkpoint();
+
+ private:
+  std::shared_ptr<session_channel> channel_;
+  std::shared_ptr<run> run_;
+  session_record session_;
+  conversation_state conversation_;
+  tool_runner& tools_;
+  std::int64_t checkpoint_version_;
+  std::string user_message_id_;
+  std::string content_;
+  std::int64_t tokens_ = 0;
+  std::uint64_t published_ = 0;
+  std::optional<run_failure> failure_;
+  usage_figures usage_;
+};
+
+}  // namespace agw::core

@@ -1,0 +1,108 @@
+#include "core/runs/run_driver.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/ids.hpp"
+#include "core/runs/run_context.hpp"
+#include "core/time_format.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+namespace {
+
+// Whole amounts print as integers ("0", not Boost.JSON's "0E0").
+boost::json::value json_number(double v) {
+  if (v == static_cast<double>(static_cast<std::int64_t>(v)) && v > -1e15 && v < 1e15) return static_cast<std::int64_t>(v);
+  return v;
+}
+
+}  // namespace
+
+net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r, run_request request,
+                               std::shared_ptr<agent> agent_impl, tool_runner& tools, metrics& stats) {
+  stats.runs_started++;
+  stats.runs_live++;
+  run_context ctx(channel, r, std::move(request.session), std::move(request.conversation), tools, request.checkpoint_version);
+  std::exception_ptr failure;
+  try {
+    ctx.publish_status("thinking");
+    auto running = agent_impl->run(ctx);
+    co_await std::move(running);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      spdlog::warn("run {}: agent failed: {}", r->id(), e.what());
+      ctx.fail("agent_error", e.what());
+    }
+  }
+
+  // How the run ended decides the closing events; the content is what was streamed.
+  const bool aborted = r->abort_requested();
+  const std::string status = aborted ? "aborted" : ctx.failure() ? "error" : "complete";
+  message_record answer;
+  answer.id = new_uuid();
+  answer.session_id = ctx.session().id;
+  answer.role = "assistant";
+  answer.parent_id = ctx.user_message_id();
+  std::exception_ptr ending_failure;
+  try {
+    co_await ctx.pace();
+    if (aborted) ctx.publish_status("aborted");
+    else if (ctx.failure()) ctx.publish("error", {{"code", ctx.failure()->code}, {"message", ctx.failure()->message}});
+    auto& usage = ctx.usage();
+    usage.output_tokens = std::max(usage.output_tokens, ctx.tokens_streamed());
+    ctx.publish("usage", {{"input_tokens", usage.input_tokens},
+                          {"output_tokens", usage.output_tokens},
+                          {"estimated_cost", json_number(usage.estimated_cost)},
+                          {"provider", usage.provider},
+                          {"model", usage.model}});
+
+    answer.content = ctx.content();
+    answer.token_count = ctx.tokens_streamed();
+    answer.model_used = usage.model;
+    answer.status = status;
+    answer.created_at_ms = now_ms();
+    auto& conversation = ctx.conversation();
+    conversation.messages.push_back(answer);
+    answer.seq = static_cast<std::int64_t>(conversation.messages.size());
+    if (conversation.run) {
+      conversation.run->state = aborted ? "aborted" : ctx.failure() ? "error" : "completed";
+      conversation.run->ended_at_ms = answer.created_at_ms;
+    }
+    // The message is durable before done announces it.
+    auto saving = ctx.checkpoint();
+    co_await std::move(saving);
+    channel->publish(r->id(), "done", {{"assistant_data", message_json(answer)}});
+  } catch (...) {
+    ending_failure = std::current_exception();
+  }
+  if (ending_failure) {
+    try {
+      std::rethrow_exception(ending_failure);
+    } catch (const std::exception& e) {
+      // Storage failed at the end: still close the run so the session stays usable.
+      spdlog::error("run {}: could not persist its end: {}", r->id(), e.what());
+      answer.content = ctx.content();
+      answer.token_count = ctx.tokens_streamed();
+      answer.status = "error";
+      if (answer.created_at_ms == 0) answer.created_at_ms = now_ms();
+      channel->publish(r->id(), "error", {{"code", "storage_error"}, {"message", "the run's end could not be persisted"}});
+      channel->publish(r->id(), "done", {{"assistant_data", message_json(answer)}});
+    }
+  }
+  auto committing = channel->wait_committed();
+  co_await std::move(committing);
+  if (channel->live_run() == r) channel->set_live_run(nullptr);  // e.g. the session was deleted
+  stats.runs_live--;
+  if (aborted) stats.runs_aborted++;
+  else if (status == "error") stats.runs_failed++;
+  else stats.runs_completed++;
+}
+
+}  // namespace agw::core

@@ -1,0 +1,27 @@
+#pragma once
+// Drives one run from its first event to its done: runs the agent, then
+// publishes how it ended, persists the final assistant message in the
+// checkpoint (and its projection), and publishes done with that message.
+#include <boost/asio/awaitable.hpp>
+#include <memory>
+
+#include "core/agents/agent.hpp"
+#include "core/checkpoint.hpp"
+#include "core/metrics.hpp"
+#include "core/runs/run.hpp"
+#include "core/runs/session_channel.hpp"
+#include "core/tools/tool_runner.hpp"
+
+namespace agw::core {
+
+struct run_request {
+  session_record session;
+  conversation_state conversation;  // as checkpointed at run start, ending with the user message
+  std::int64_t checkpoint_version = 0;
+};
+
+// Runs on the channel's strand; never throws (failures end the run with status error).
+boost::asio::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r, run_request request,
+                                       std::shared_ptr<agent> agent_impl, tool_runner& tools, metrics& stats);
+
+}  // namespace agw::core

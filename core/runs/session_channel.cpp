@@ -1,0 +1,241 @@
+#include "core/runs/session_channel.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/events/sse_format.hpp"
+#include "core/runs/run.hpp"
+#include "core/time_format.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+session_channel::session_channel(net::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
+                                 store_executor& store, metrics& stats, options opts)
+    : strand_(net::make_strand(executor)),
+      session_id_(std::move(session_id)),
+      store_(store),
+      stats_(stats),
+      opts_(opts),
+      next_id_(last_event_id + 1),
+      committed_id_(last_event_id),
+      ring_(opts.ring_size) {
+  snapshot_.last_event_id = last_event_id;
+}
+
+std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, boost::json::object data) {
+  const std::int64_t id = next_id_++;
+  pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, std::move(data))));
+  flush();
+  return id;
+}
+
+void session_channel::flush() {
+  if (in_flight_ || pending_.empty() || closed_) return;
+  in_flight_ = true;
+  auto batch = std::make_shared<std::vector<frame_ptr>>(std::move(pending_));
+  pending_.clear();
+  in_flight_count_ = batch->size();
+  event_batch_record record;
+  record.session_id = session_id_;
+  record.first_id = batch->front()->id;
+  record.last_id = batch->back()->id;
+  record.created_at_ms = now_ms();
+  std::size_t bytes = 0;
+  for (const auto& f : *batch) bytes += f->text.size();
+  record.frames.reserve(bytes);
+  for (const auto& f : *batch) record.frames += f->text;
+  auto append = [record = std::move(record)](store_connection& c) { c.append_events(record); };
+  store_.async_write(std::move(append), net::bind_executor(strand_, [self = shared_from_this(), batch](std::exception_ptr error) {
+                       self->on_committed(batch, error);
+                     }));
+}
+
+void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
+  in_flight_ = false;
+  in_flight_count_ = 0;
+  if (closed_) return;
+  if (error) {
+    // Storage refused the batch: keep its frames (ids stay assigned, nothing was
+    // released) and retry after a pause; the run waits at the watermark meanwhile.
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      spdlog::error("session {}: event batch {}..{} not committed: {}; retrying", session_id_, batch->front()->id,
+                    batch->back()->id, e.what());
+    }
+    pending_.insert(pending_.begin(), batch->begin(), batch->end());
+    auto timer = std::make_shared<net::steady_timer>(strand_, std::chrono::milliseconds(200));
+    in_flight_ = true;  // hold further flushes until the retry
+    timer->async_wait([self = shared_from_this(), timer](const boost::system::error_code&) {
+      self->in_flight_ = false;
+      self->flush();
+    });
+    return;
+  }
+  committed_id_ = batch->back()->id;
+  for (const auto& f : *batch) ring_.push(f);
+  stats_.events_published += batch->size();
+  stats_.event_batches_committed++;
+  // A run is over when its done is durable: clear it before anyone sees the done,
+  // so a client that answers done with its next message never meets a 409.
+  if (run_)
+    for (const auto& f : *batch)
+      if (f->type == "done" && f->run_id == run_->id()) {
+        run_.reset();
+        break;
+      }
+  publish_snapshot();
+  deliver_live(batch);
+  wake(commit_waiters_);
+  flush();
+  if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
+}
+
+void session_channel::deliver_live(const frame_batch& batch) {
+  // Copy the list first: a subscriber may unsubscribe from inside deliver().
+  auto targets = subscribers_;
+  for (const auto& s : targets)
+    if (!s.catching_up) s.sub->deliver(batch);
+}
+
+void session_channel::wake(std::vector<std::shared_ptr<net::steady_timer>>& waiters) {
+  auto woken = std::move(waiters);
+  waiters.clear();
+  for (auto& t : woken) t->cancel();
+}
+
+net::awaitable<void> session_channel::wait_committed() {
+  const std::int64_t target = last_assigned_id();
+  while (committed_id_ < target && !closed_) {
+    auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
+    commit_waiters_.push_back(timer);
+    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+net::awaitable<void> session_channel::wait_below_watermark() {
+  while (pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_) {
+    auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
+    watermark_waiters_.push_back(timer);
+    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t after_id,
+                                std::function<void(const replay_info&)> on_replay) {
+  if (closed_) {
+    sub->close(subscriber::close_reason::session_deleted);
+    return;
+  }
+  replay_info info;
+  info.last_event_id = after_id;
+  if (ring_.covers(after_id)) {
+    subscribers_.push_back({sub, false});
+    auto frames = ring_.after(after_id);
+    info.replayed = static_cast<std::int64_t>(frames.size());
+    info.oldest_event_id = ring_.oldest_id();
+    if (on_replay) on_replay(info);
+    if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
+    return;
+  }
+  // Older than the ring: read the log first; live frames reach this subscriber from
+  // the ring once the replay has caught up, so none is missed or reordered.
+  subscribers_.push_back({sub, true});
+  continue_replay(std::move(sub), after_id, info, std::move(on_replay));
+}
+
+void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
+                                      std::function<void(const replay_info&)> on_replay) {
+  const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id_;
+  auto read = [session = session_id_, after_id, upto, page = opts_.replay_page](store_connection& c) {
+    std::pair<std::int64_t, std::vector<stored_event>> out;
+    out.first = c.oldest_event_id(session);
+    auto limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)), page);
+    out.second = c.events_after(session, after_id, limit);
+    return out;
+  };
+  store_.async_read(std::move(read),
+                    net::bind_executor(strand_, [self = shared_from_this(), sub, after_id, info, on_replay](
+                                                    std::exception_ptr error, std::pair<std::int64_t, std::vector<stored_event>> result) mutable {
+                      if (self->closed_) return;
+                      if (error) {
+                        // Without the log the replay cannot be complete: end the stream, the client retries.
+                        self->unsubscribe(sub.get());
+                        sub->close(subscriber::close_reason::draining);
+                        return;
+                      }
+                      std::vector<frame_ptr> frames;
+                      frames.reserve(result.second.size());
+                      for (auto& e : result.second) frames.push_back(std::make_shared<const event_frame>(parse_stored_frame(std::move(e.frame))));
+                      info.oldest_event_id = result.first ? result.first : self->ring_.oldest_id();
+                      // A gap: retention removed events right after the cursor.
+                      const std::int64_t first_held =
+                          !frames.empty() ? frames.front()->id : (self->ring_.size() ? self->ring_.oldest_id() : after_id + 1);
+                      if (first_held > after_id + 1) info.gap = true;
+                      std::int64_t last = frames.empty() ? after_id : frames.back()->id;
+                      if (!self->ring_.covers(last)) {
+                        // The ring moved on while we read: deliver what we have and read again.
+                        info.replayed += static_cast<std::int64_t>(frames.size());
+                        if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
+                        self->continue_replay(std::move(sub), last, info, std::move(on_replay));
+                        return;
+                      }
+                      self->finish_replay(sub, last, info, on_replay, std::move(frames));
+                    }));
+}
+
+void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent, replay_info info,
+                                    const std::function<void(const replay_info&)>& on_replay, std::vector<frame_ptr> log_frames) {
+  auto tail = ring_.after(last_sent);
+  info.replayed += static_cast<std::int64_t>(log_frames.size() + tail.size());
+  if (info.oldest_event_id == 0) info.oldest_event_id = ring_.oldest_id();
+  if (on_replay) on_replay(info);
+  log_frames.insert(log_frames.end(), tail.begin(), tail.end());
+  if (!log_frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(log_frames)));
+  for (auto& s : subscribers_)
+    if (s.sub == sub) s.catching_up = false;
+}
+
+void session_channel::unsubscribe(const subscriber* sub) {
+  std::erase_if(subscribers_, [sub](const subscription& s) { return s.sub.get() == sub; });
+}
+
+void session_channel::set_live_run(std::shared_ptr<run> r) {
+  run_ = std::move(r);
+  publish_snapshot();
+}
+
+void session_channel::close() {
+  if (closed_) return;
+  closed_ = true;
+  pending_.clear();
+  auto subs = std::move(subscribers_);
+  subscribers_.clear();
+  for (auto& s : subs) s.sub->close(subscriber::close_reason::session_deleted);
+  if (run_) run_->request_abort();
+  wake(commit_waiters_);
+  wake(watermark_waiters_);
+}
+
+void session_channel::close_subscribers() {
+  // Subscribers that finish with their run stay subscribed and end by themselves.
+  for (auto& s : subscribers_) s.sub->close(subscriber::close_reason::draining);
+}
+
+void session_channel::publish_snapshot() {
+  std::lock_guard lock(snapshot_mutex_);
+  snapshot_.last_event_id = committed_id_;
+  snapshot_.run = run_ ? std::optional<run_summary>(run_->summary()) : std::nullopt;
+}
+
+session_channel::snapshot_view session_channel::snapshot() const {
+  std::lock_guard lock(snapshot_mutex_);
+  return snapshot_;
+}
+
+}  // namespace agw::core

@@ -1,0 +1,131 @@
+#pragma once
+// The live state of one session: its event sequence, the commit pipeline, the
+// ring buffer, its subscribers and its live run.
+//
+// Executor: every method except snapshot() runs on the channel's strand, and
+// the agent of the session's run runs on that same strand, so publishing an
+// event is a plain call. snapshot() is thread-safe (a small mutex).
+//
+// The pipeline (docs/streaming.md): publish() assigns the next id, serializes
+// the frame once and queues it; one batch per session is in flight to the store
+// at a time (whatever queued meanwhile forms the next batch); only when a batch
+// is committed are its frames put in the ring and handed to subscribers. So no
+// client ever sees an id that a crash could take back.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/events/event_buffer.hpp"
+#include "core/events/subscriber.hpp"
+#include "core/metrics.hpp"
+#include "core/session.hpp"
+#include "core/store_executor.hpp"
+
+namespace agw::core {
+
+class run;
+
+struct replay_info {
+  std::int64_t last_event_id = 0;    // the cursor the client sent
+  std::int64_t replayed = 0;         // events sent before live ones
+  bool gap = false;                  // the log no longer held some events after the cursor
+  std::int64_t oldest_event_id = 0;  // oldest id still held (log or ring)
+};
+
+class session_channel : public std::enable_shared_from_this<session_channel> {
+ public:
+  using strand_type = boost::asio::strand<boost::asio::any_io_executor>;
+
+  struct options {
+    std::size_t ring_size = 100;
+    std::size_t high_watermark = 4096;  // uncommitted events before the run waits
+    std::size_t replay_page = 256;      // events per log read during a replay
+  };
+
+  session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
+                  store_executor& store, metrics& stats, options opts);
+
+  strand_type& strand() { return strand_; }
+  const std::string& session_id() const { return session_id_; }
+  store_executor& store() { return store_; }
+
+  // --- on the strand ---
+  // Assigns the next id and queues the frame for commit; returns the id.
+  std::int64_t publish(std::string_view run_id, std::string_view type, boost::json::object data);
+  // Waits until every event published so far is committed and released.
+  boost::asio::awaitable<void> wait_committed();
+  // Waits while more than the high watermark of events await their commit.
+  boost::asio::awaitable<void> wait_below_watermark();
+
+  // Sends every event after `after_id` (ring or log) and then live events.
+  // on_replay is called (on the strand) once the replay is known, before its frames.
+  void subscribe(std::shared_ptr<subscriber> sub, std::int64_t after_id,
+                 std::function<void(const replay_info&)> on_replay = nullptr);
+  void unsubscribe(const subscriber* sub);
+  std::size_t subscriber_count() const { return subscribers_.size(); }
+
+  std::int64_t last_assigned_id() const { return next_id_ - 1; }
+  std::int64_t last_committed_id() const { return committed_id_; }
+
+  std::shared_ptr<run> live_run() const { return run_; }
+  void set_live_run(std::shared_ptr<run> r);
+
+  // The session was deleted: close every subscriber, drop pending frames.
+  void close();
+  // Ends every subscriber's stream but keeps the channel (draining).
+  void close_subscribers();
+  bool closed() const { return closed_; }
+
+  // --- any thread ---
+  struct snapshot_view {
+    std::optional<run_summary> run;
+    std::int64_t last_event_id = 0;
+  };
+  snapshot_view snapshot() const;
+
+ private:
+  void flush();
+  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
+  void deliver_live(const frame_batch& batch);
+  void continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
+                       std::function<void(const replay_info&)> on_replay);
+  void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent, replay_info info,
+                     const std::function<void(const replay_info&)>& on_replay, std::vector<frame_ptr> log_frames);
+  void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
+  void publish_snapshot();
+
+  strand_type strand_;
+  std::string session_id_;
+  store_executor& store_;
+  metrics& stats_;
+  options opts_;
+
+  std::int64_t next_id_;
+  std::int64_t committed_id_;
+  std::vector<frame_ptr> pending_;  // published, not yet handed to the store
+  std::size_t in_flight_count_ = 0; // events in the batch being committed
+  bool in_flight_ = false;
+  bool closed_ = false;
+  event_buffer ring_;
+  struct subscription {
+    std::shared_ptr<subscriber> sub;
+    bool catching_up = false;  // replaying from the log: live frames come from the ring afterwards
+  };
+  std::vector<subscription> subscribers_;
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;
+  std::shared_ptr<run> run_;
+
+  mutable std::mutex snapshot_mutex_;
+  snapshot_view snapshot_;
+};
+
+}  // namespace agw::core

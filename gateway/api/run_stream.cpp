@@ -1,0 +1,163 @@
+#include "gateway/api/run_stream.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+
+#include "core/api_error.hpp"
+#include "core/events/sse_format.hpp"
+#include "core/runs/run.hpp"
+#include "core/session_hub.hpp"
+#include "gateway/api/lookup.hpp"
+#include "gateway/app_context.hpp"
+#include "gateway/sse_stream.hpp"
+
+namespace agw::gateway::api {
+namespace {
+
+using core::api_error;
+using core::error_code;
+
+std::chrono::steady_clock::duration to_duration(std::chrono::duration<double> d) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+}
+
+// How a stream starts and when it ends.
+struct stream_plan {
+  std::optional<std::int64_t> cursor;  // Last-Event-ID; none: live events only
+  bool announce = false;               // send `reconnected` first
+  enum class end { at_run_done, after_replay_or_live_run, never } ending = end::never;
+  std::string run_id;                  // for at_run_done
+};
+
+// The decision made on the channel's strand, where the live run and the last id are exact.
+struct subscription {
+  std::shared_ptr<sse_stream> stream;
+  std::string run_id;  // the run the stream follows, if any
+  bool cursor_beyond = false;
+  std::int64_t last_event_id = 0;
+};
+
+std::int64_t parse_cursor(std::string_view text) {
+  std::int64_t n = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n < 0)
+    throw api_error(error_code::bad_request, "Last-Event-ID must be a non-negative integer");
+  return n;
+}
+
+awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core::session_channel> channel,
+                                      const std::string& session_id, stream_plan plan) {
+  auto& app = ctx.app;
+  auto executor = co_await net::this_coro::executor;
+  sse_stream::options opts;
+  opts.heartbeat = to_duration(app.config.sse_heartbeat_interval);
+  opts.write_timeout = to_duration(app.config.write_timeout);
+  opts.max_queued = app.config.sse_subscriber_queue;
+
+  auto decide = [channel, plan, opts, executor, &stats = app.stats]() mutable -> awaitable<subscription> {
+    subscription out;
+    out.last_event_id = channel->last_committed_id();
+    if (plan.cursor && *plan.cursor > out.last_event_id) {
+      out.cursor_beyond = true;
+      co_return out;
+    }
+    const std::int64_t after = plan.cursor.value_or(out.last_event_id);
+    opts.after_id = after;
+    switch (plan.ending) {
+      case stream_plan::end::at_run_done:
+        opts.until_run = plan.run_id;
+        out.run_id = plan.run_id;
+        break;
+      case stream_plan::end::after_replay_or_live_run:
+        if (auto live = channel->live_run()) {
+          opts.until_run = live->id();
+          out.run_id = live->id();
+        } else {
+          opts.until_id = out.last_event_id;
+        }
+        break;
+      case stream_plan::end::never:
+        break;
+    }
+    out.stream = std::make_shared<sse_stream>(executor, stats, opts);
+    std::function<void(const core::replay_info&)> on_replay;
+    if (plan.announce) {
+      on_replay = [stream = out.stream](const core::replay_info& info) {
+        stream->deliver_unnumbered(core::reconnected_frame(info.last_event_id, info.replayed, info.gap, info.oldest_event_id));
+      };
+    }
+    channel->subscribe(out.stream, after, std::move(on_replay));
+    co_return out;
+  };
+  auto deciding = net::co_spawn(channel->strand(), decide(), net::use_awaitable);
+  auto sub = co_await std::move(deciding);
+  if (sub.cursor_beyond)
+    throw api_error(error_code::bad_request,
+                    "Last-Event-ID is beyond the session's last event id " + std::to_string(sub.last_event_id));
+
+  http::response<http::empty_body> head{http::status::ok, ctx.req.version()};
+  head.set(http::field::content_type, "text/event-stream");
+  head.set(http::field::cache_control, "no-cache");
+  head.set("X-Accel-Buffering", "no");
+  head.set(http::field::content_location, "/sessions/" + session_id + "/events");
+  if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
+  head.keep_alive(ctx.req.keep_alive());
+
+  auto pumping = sub.stream->pump(ctx.stream, head, core::retry_line(app.config.sse_retry_interval));
+  auto reason = co_await std::move(pumping);
+  // Leave the channel whatever ended the stream; the run goes on regardless.
+  auto leave = [channel, raw = sub.stream.get()]() -> awaitable<void> {
+    channel->unsubscribe(raw);
+    co_return;
+  };
+  auto leaving = net::co_spawn(channel->strand(), leave(), net::use_awaitable);
+  co_await std::move(leaving);
+  ctx.keep_alive_after_stream = reason == sse_stream::end_reason::run_done && ctx.req.keep_alive() && !app.draining;
+  co_return std::nullopt;
+}
+
+}  // namespace
+
+awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core::session_channel> channel,
+                                     const std::string& session_id, const std::string& run_id, std::int64_t after_id) {
+  stream_plan plan;
+  plan.cursor = after_id;
+  plan.ending = stream_plan::end::at_run_done;
+  plan.run_id = run_id;
+  co_return co_await open_stream(ctx, std::move(channel), session_id, plan);
+}
+
+awaitable<handler_result> attach_run_stream(request_context& ctx, const core::session_record& session, const std::string& run_id,
+                                            std::int64_t first_event_after) {
+  auto channel = ctx.app.hub.channel(session.id, session.last_event_id);
+  co_return co_await stream_run(ctx, channel, session.id, run_id, first_event_after);
+}
+
+awaitable<handler_result> resume_run_stream(request_context& ctx) {
+  auto cursor = parse_cursor(ctx.req["Last-Event-ID"]);
+  auto session = co_await find_session_or_404(ctx.app, ctx.param(0));
+  auto channel = ctx.app.hub.channel(session.id, session.last_event_id);
+  stream_plan plan;
+  plan.cursor = cursor;
+  plan.announce = true;
+  plan.ending = stream_plan::end::after_replay_or_live_run;
+  co_return co_await open_stream(ctx, channel, session.id, plan);
+}
+
+awaitable<handler_result> follow_session_stream(request_context& ctx) {
+  std::optional<std::int64_t> cursor;
+  if (auto it = ctx.req.find("Last-Event-ID"); it != ctx.req.end()) cursor = parse_cursor(it->value());
+  for (const auto& [k, v] : ctx.query)
+    if (k == "last_event_id" && !cursor) cursor = parse_cursor(v);
+  auto session = co_await find_session_or_404(ctx.app, ctx.param(0));
+  auto channel = ctx.app.hub.channel(session.id, session.last_event_id);
+  stream_plan plan;
+  plan.cursor = cursor;
+  plan.announce = cursor.has_value();
+  plan.ending = stream_plan::end::never;
+  co_return co_await open_stream(ctx, channel, session.id, plan);
+}
+
+}  // namespace agw::gateway::api
