@@ -50,7 +50,8 @@ std::string serialize_checkpoint(const conversation_state& state) {
                   {"state", state.run->state},
                   {"user_message_id", state.run->user_message_id},
                   {"started_at_ms", state.run->started_at_ms},
-                  {"ended_at_ms", or_null(state.run->ended_at_ms)}};
+                  {"ended_at_ms", or_null(state.run->ended_at_ms)},
+                  {"events_before", state.run->events_before}};
   } else {
     out["run"] = nullptr;
   }
@@ -83,7 +84,7 @@ conversation_state parse_checkpoint(std::string_view text, const std::string& se
     const auto& o = r->as_object();
     state.run = checkpoint_run{std::string(o.at("id").as_string()), std::string(o.at("state").as_string()),
                                std::string(o.at("user_message_id").as_string()), o.at("started_at_ms").to_number<std::int64_t>(),
-                               opt_int(o, "ended_at_ms")};
+                               opt_int(o, "ended_at_ms"), opt_int(o, "events_before").value_or(0)};
   }
   return state;
 }

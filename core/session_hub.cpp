@@ -19,6 +19,8 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
   if (!slot) {
     session_channel::options opts;
     opts.ring_size = config_.sse_buffer_size;
+    opts.retention = config_.event_retention;
+    opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
     slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, store_, stats_, opts);
   }
   return slot;

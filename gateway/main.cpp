@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
 #include "core/store_executor.hpp"
 #include "gateway/server.hpp"
@@ -55,13 +56,18 @@ int main(int argc, char** argv) {
   configure_logging(config);
   try {
     ensure_parent_directory(config.db_path);
+    if (cli.cmd == agw::core::command::rebuild) {
+      agw::persistence::sqlite_store store(config.db_path);
+      agw::persistence::migrate(store.database());
+      return agw::persistence::rebuild_offline(store, cli.rebuild_session);
+    }
     {
       agw::persistence::sqlite_store first(config.db_path);
       agw::persistence::migrate(first.database());
-    }
-    if (cli.cmd == agw::core::command::rebuild) {
-      agw::persistence::sqlite_store store(config.db_path);
-      return agw::persistence::rebuild_offline(store, cli.rebuild_session);
+      auto report = agw::core::recover_at_startup(first);
+      if (report.runs_interrupted || report.projections_rebuilt)
+        spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+                     report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
     agw::core::store_executor store([&] { return std::make_unique<agw::persistence::sqlite_store>(config.db_path); },
                                     agw::core::store_executor::options{});

@@ -49,7 +49,11 @@ void session_channel::flush() {
   for (const auto& f : *batch) bytes += f->text.size();
   record.frames.reserve(bytes);
   for (const auto& f : *batch) record.frames += f->text;
-  auto append = [record = std::move(record)](store_connection& c) { c.append_events(record); };
+  auto append = [record = std::move(record), keep = opts_.retention](store_connection& c) {
+    c.append_events(record);
+    if (keep > 0 && record.last_id > static_cast<std::int64_t>(keep))
+      c.trim_events(record.session_id, record.last_id - static_cast<std::int64_t>(keep) + 1);
+  };
   store_.async_write(std::move(append), net::bind_executor(strand_, [self = shared_from_this(), batch](std::exception_ptr error) {
                        self->on_committed(batch, error);
                      }));

@@ -48,6 +48,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     std::size_t ring_size = 100;
     std::size_t high_watermark = 4096;  // uncommitted events before the run waits
     std::size_t replay_page = 256;      // events per log read during a replay
+    std::size_t retention = 0;          // events kept in the log per session; 0 = all
   };
 
   session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,

@@ -134,7 +134,7 @@ awaitable<handler_result> post_message(request_context& ctx) {
     }
     out.conversation.messages.push_back(user);
     out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
-    out.conversation.run = core::checkpoint_run{run_id, "running", user.id, started, std::nullopt};
+    out.conversation.run = core::checkpoint_run{run_id, "running", user.id, started, std::nullopt, first};
     core::save_checkpoint(c, session, ++out.checkpoint_version, out.conversation, out.conversation.messages.size() - 1);
     return out;
   };

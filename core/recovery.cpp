@@ -1,0 +1,86 @@
+#include "core/recovery.hpp"
+
+#include <boost/json/parse.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/events/sse_format.hpp"
+#include "core/ids.hpp"
+#include "core/projection.hpp"
+#include "core/time_format.hpp"
+
+namespace agw::core {
+namespace {
+
+// Closes the session's cut-short run; true when there was one.
+bool close_interrupted_run(store_connection& c, const session_record& s) {
+  auto cp = c.latest_checkpoint(s.thread_id);
+  if (!cp) return false;
+  auto state = parse_checkpoint(cp->state, s.id);
+  if (!state.run || state.run->state != "running") return false;
+
+  // What clients saw of the run is exactly its committed token events.
+  std::string content;
+  std::int64_t tokens = 0;
+  std::int64_t after = state.run->events_before;
+  for (;;) {
+    auto events = c.events_after(s.id, after, 1000);
+    if (events.empty()) break;
+    for (auto& e : events) {
+      auto frame = parse_stored_frame(std::move(e.frame));
+      after = frame.id;
+      if (frame.run_id != state.run->id || frame.type != "token") continue;
+      auto data = boost::json::parse(frame.data);
+      content += std::string(data.at("content").as_string());
+      ++tokens;
+    }
+  }
+  message_record answer;
+  answer.id = new_uuid();
+  answer.session_id = s.id;
+  answer.role = "assistant";
+  answer.content = std::move(content);
+  answer.token_count = tokens;
+  answer.parent_id = state.run->user_message_id;
+  answer.status = "interrupted";
+  answer.created_at_ms = now_ms();
+  state.messages.push_back(answer);
+  answer.seq = static_cast<std::int64_t>(state.messages.size());
+  state.run->state = "interrupted";
+  state.run->ended_at_ms = answer.created_at_ms;
+  save_checkpoint(c, s, cp->version + 1, state, state.messages.size() - 1);
+
+  // Followers resuming this session see the run end like any other.
+  const std::int64_t last = std::max(s.last_event_id, after);
+  auto error = make_event_frame(last + 1, "error", state.run->id,
+                                {{"code", "interrupted"}, {"message", "the server stopped while this run was live"}});
+  auto done = make_event_frame(last + 2, "done", state.run->id, {{"assistant_data", message_json(answer)}});
+  c.append_events({s.id, last + 1, last + 2, error.text + done.text, now_ms()});
+  return true;
+}
+
+}  // namespace
+
+recovery_report recover_at_startup(store_connection& c) {
+  recovery_report report;
+  for (const auto& id : c.all_session_ids()) {
+    c.begin_batch();
+    try {
+      auto s = c.find_session(id);
+      if (s) {
+        ++report.sessions_checked;
+        if (close_interrupted_run(c, *s)) ++report.runs_interrupted;
+        if (projection_drifted(c, *s)) {
+          rebuild_projection(c, id);
+          ++report.projections_rebuilt;
+        }
+      }
+      c.commit_batch();
+    } catch (const std::exception& e) {
+      c.rollback_batch();
+      spdlog::error("start-up repair of session {} failed: {}", id, e.what());
+    }
+  }
+  return report;
+}
+
+}  // namespace agw::core

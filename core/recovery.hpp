@@ -1,0 +1,21 @@
+#pragma once
+// Start-up repair, before the server accepts: runs that a crash cut short are
+// closed as "interrupted" (their streamed content, read back from the event
+// log, is persisted and followers get error + done), and projections that
+// drifted from their checkpoint are rebuilt. Runs on one store connection.
+#include <cstdint>
+
+#include "core/store.hpp"
+
+namespace agw::core {
+
+struct recovery_report {
+  std::int64_t sessions_checked = 0;
+  std::int64_t runs_interrupted = 0;
+  std::int64_t projections_rebuilt = 0;
+};
+
+// Each session is repaired in its own transaction.
+recovery_report recover_at_startup(store_connection& c);
+
+}  // namespace agw::core

@@ -1,0 +1,299 @@
+// gateway_bench: load figures for the real agent-gateway binary over loopback.
+// It prints numbers, not verdicts, so it is built with the project but never run
+// by ctest; it fails (non-zero exit) only when it could not measure: the server
+// did not start or died, or more than 1 % of requests failed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/bench/scenario.hpp"
+#include "tests/bench/server_process.hpp"
+
+#ifndef GATEWAY_BINARY
+#error "GATEWAY_BINARY must name the agent-gateway executable"
+#endif
+
+namespace agw::bench {
+namespace {
+
+constexpr int exit_usage = 2;
+constexpr int exit_server_failed = 3;
+constexpr int exit_too_many_errors = 4;
+constexpr int exit_interrupted = 130;
+constexpr double max_error_ratio = 0.01;
+
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) { interrupted.store(true); }
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void print_help(std::FILE* out) {
+  std::fprintf(out,
+               "usage: gateway_bench [options]\n"
+               "\n"
+               "Measures the agent-gateway over HTTP/1.1 keep-alive connections to 127.0.0.1.\n"
+               "By default it starts the server itself (GATEWAY_PORT=0, a temporary database,\n"
+               "GATEWAY_LOG_LEVEL=warn), reads the port from its stdout, reports the server's\n"
+               "CPU time per measurement and its peak RSS, and stops it by PID (SIGTERM, then\n"
+               "SIGKILL after 10 s).\n"
+               "\n"
+               "options:\n"
+               "  --scenario NAME        scenario to run (default: sessions)\n"
+               "  --connections LIST     comma-separated connection counts (default: 1,64)\n"
+               "  --seconds S            duration of each measurement (default: 5, max 60)\n"
+               "  --requests N           end each measurement after N requests instead\n"
+               "                         (still capped at 60 s)\n"
+               "  --repeat R             runs per measurement; the median is reported (default: 3)\n"
+               "  --warmup S             untimed warm-up per connection count (default: 0.5; 0 = none)\n"
+               "  --client-threads N     client io threads, 1 or 2 (default: 1)\n"
+               "  --timeout-ms MS        per-request timeout, counted as an error (default: 5000)\n"
+               "  --binary PATH          server to start (default: %s)\n"
+               "  --server-env KEY=VAL   extra environment for the started server (repeatable),\n"
+               "                         e.g. --server-env GATEWAY_IO_THREADS=1\n"
+               "  --port N               drive a server already listening on 127.0.0.1:N instead\n"
+               "                         (no CPU or RSS figures then)\n"
+               "  --help                 this text\n"
+               "\n"
+               "scenarios:\n",
+               GATEWAY_BINARY);
+  for (const auto& s : scenarios())
+    std::fprintf(out, "  %-22.*s %.*s\n", static_cast<int>(s.name.size()), s.name.data(), static_cast<int>(s.summary.size()),
+                 s.summary.data());
+  std::fprintf(out,
+               "\n"
+               "figures per (operation, connections): requests/s (2xx answers per second), p50 and\n"
+               "p99 latency in microseconds (2xx only, send to full answer), errors (non-2xx or\n"
+               "I/O error), server CPU seconds (utime+stime) and server CPU per request; each\n"
+               "run's figure and the median of the runs. Defaults take about 70 s.\n"
+               "\n"
+               "exit status: 0 ok; %d bad arguments; %d the server failed to start or died;\n"
+               "%d more than 1%% of requests failed; %d interrupted; 1 other failure.\n",
+               exit_usage, exit_server_failed, exit_too_many_errors, exit_interrupted);
+}
+
+std::uint64_t parse_unsigned(const std::string& flag, const std::string& text, std::uint64_t lo, std::uint64_t hi) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || text.front() == '-' || v < lo || v > hi)
+    throw usage_error(flag + " wants an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'");
+  return v;
+}
+
+double parse_seconds(const std::string& flag, const std::string& text, double lo, double hi) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(v >= lo && v <= hi))
+    throw usage_error(flag + " wants a number of seconds in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+                      text + "'");
+  return v;
+}
+
+bench_options parse_options(int argc, char** argv, bool& help) {
+  bench_options o;
+  o.binary = GATEWAY_BINARY;
+  help = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    std::string value;
+    // Both "--flag value" and "--flag=value".
+    if (auto eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (flag != "--help" && flag != "-h") {
+      if (i + 1 >= argc) throw usage_error(flag + " needs a value");
+      value = argv[++i];
+    }
+    if (flag == "--help" || flag == "-h") {
+      help = true;
+    } else if (flag == "--scenario") {
+      if (!find_scenario(value)) throw usage_error("unknown scenario '" + value + "' (see --help)");
+      o.scenario = value;
+    } else if (flag == "--connections") {
+      o.connections.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');)
+        o.connections.push_back(static_cast<unsigned>(parse_unsigned("--connections", item, 1, 1000)));
+      if (o.connections.empty()) throw usage_error("--connections needs at least one count");
+    } else if (flag == "--seconds") {
+      o.seconds = parse_seconds(flag, value, 0.1, 60);
+    } else if (flag == "--requests") {
+      o.requests = parse_unsigned(flag, value, 1, std::numeric_limits<std::uint32_t>::max());
+    } else if (flag == "--repeat") {
+      o.repeat = static_cast<unsigned>(parse_unsigned(flag, value, 1, 20));
+    } else if (flag == "--warmup") {
+      o.warmup_seconds = parse_seconds(flag, value, 0, 10);
+    } else if (flag == "--client-threads") {
+      o.client_threads = static_cast<unsigned>(parse_unsigned(flag, value, 1, 2));
+    } else if (flag == "--timeout-ms") {
+      o.request_timeout = std::chrono::milliseconds(parse_unsigned(flag, value, 10, 60000));
+    } else if (flag == "--binary") {
+      o.binary = value;
+    } else if (flag == "--server-env") {
+      auto eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) throw usage_error("--server-env wants KEY=VALUE, got '" + value + "'");
+      o.server_env[value.substr(0, eq)] = value.substr(eq + 1);
+    } else if (flag == "--port") {
+      o.port = static_cast<std::uint16_t>(parse_unsigned(flag, value, 1, 65535));
+    } else {
+      throw usage_error("unknown option '" + flag + "' (see --help)");
+    }
+  }
+  return o;
+}
+
+void install_signal_handlers() {
+  // First Ctrl-C: finish the in-flight requests, print what was measured, stop the
+  // server. SA_RESETHAND makes a second one kill the bench (the server follows
+  // through PR_SET_PDEATHSIG).
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A server closing a socket under a write must be an error code, not our death.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// With --port nobody else tells us the server is missing: one connect up front
+// turns "every request failed" into a clear start-up error.
+bool loopback_port_accepts(std::uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return ok;
+}
+
+void print_server_log_tail(const server_process& server) {
+  std::string log = server.stderr_text();
+  if (log.empty()) return;
+  std::vector<std::string> lines;
+  std::stringstream in(log);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::printf("server logged %zu line(s) at warn or above; the last ones:\n", lines.size());
+  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) std::printf("  %s\n", lines[i].c_str());
+}
+
+int run(int argc, char** argv) {
+  bool help = false;
+  bench_options options;
+  try {
+    options = parse_options(argc, argv, help);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "gateway_bench: %s\n", e.what());
+    return exit_usage;
+  }
+  if (help) {
+    print_help(stdout);
+    return 0;
+  }
+  const scenario* chosen = find_scenario(options.scenario);
+  install_signal_handlers();
+
+  std::unique_ptr<server_process> server;
+  bench_target target;
+  target.interrupted = &interrupted;
+  if (options.port) {
+    target.port = *options.port;
+    if (!loopback_port_accepts(target.port)) {
+      std::fprintf(stderr, "gateway_bench: nothing accepts connections on 127.0.0.1:%u\n", target.port);
+      return exit_server_failed;
+    }
+    std::printf("driving the server on 127.0.0.1:%u (not started by the bench: no CPU/RSS figures)\n", target.port);
+  } else {
+    try {
+      server = std::make_unique<server_process>(options.binary, options.server_env);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gateway_bench: the server failed to start: %s\n", e.what());
+      return exit_server_failed;
+    }
+    target.port = server->port();
+    target.server = server.get();
+    std::printf("started %s: pid %d, 127.0.0.1:%u\n", options.binary.c_str(), static_cast<int>(server->pid()), target.port);
+  }
+
+  std::string per_measurement = options.requests ? std::to_string(options.requests) + " requests (max 60 s)"
+                                                 : std::to_string(options.seconds).substr(0, 4) + " s";
+  std::printf("scenario %.*s: %s per measurement, %u run(s), %u client thread(s), connections", static_cast<int>(chosen->name.size()),
+              chosen->name.data(), per_measurement.c_str(), options.repeat, options.client_threads);
+  for (auto c : options.connections) std::printf(" %u", c);
+  std::printf("\n");
+  std::fflush(stdout);
+
+  report out(stdout);
+  int code = 0;
+  try {
+    chosen->run(options, target, out);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gateway_bench: %s\n", e.what());
+    code = (server && !server->running()) ? exit_server_failed : 1;
+  }
+
+  out.print_summary(std::string(chosen->name) + ": each run, then the median of the runs");
+  if (server) {
+    if (auto rss = server->peak_rss_kib())
+      std::printf("server peak RSS (VmHWM): %ld KiB (%.1f MiB)\n", *rss, static_cast<double>(*rss) / 1024.0);
+    print_server_log_tail(*server);
+    int status = server->stop(std::chrono::seconds(10));
+    std::printf("server stopped (pid %d), exit status %d\n", static_cast<int>(server->pid()), status);
+  }
+
+  const auto total = out.total_requests();
+  const auto errors = out.total_errors();
+  const double ratio = total ? static_cast<double>(errors) / static_cast<double>(total) : 0.0;
+  std::printf("requests: %llu, errors: %llu (%.3f%%)\n", static_cast<unsigned long long>(total),
+              static_cast<unsigned long long>(errors), ratio * 100.0);
+  if (code == 0 && ratio > max_error_ratio) {
+    std::fprintf(stderr, "gateway_bench: %.3f%% of requests failed (limit 1%%)\n", ratio * 100.0);
+    code = exit_too_many_errors;
+  }
+  if (code == 0 && total == 0) {
+    std::fprintf(stderr, "gateway_bench: no request was measured\n");
+    code = 1;
+  }
+  if (code == 0 && interrupted.load()) code = exit_interrupted;
+  return code;
+}
+
+}  // namespace
+}  // namespace agw::bench
+
+int main(int argc, char** argv) {
+  try {
+    return agw::bench::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gateway_bench: %s\n", e.what());
+    return 1;
+  }
+}

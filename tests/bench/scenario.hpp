@@ -1,0 +1,58 @@
+#pragma once
+// Scenarios are plain functions listed in one registry (scenario.cpp), chosen
+// with --scenario NAME. A new one (SSE streaming runs, fan-out to subscribers)
+// is a new file with a run function plus one line in the registry; it reuses the
+// server process, the load driver and the report.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tests/bench/report.hpp"
+#include "tests/bench/server_process.hpp"
+
+namespace agw::bench {
+
+struct bench_options {
+  std::string scenario = "sessions";
+  std::vector<unsigned> connections{1, 64};
+  double seconds = 5.0;        // per measurement
+  std::uint64_t requests = 0;  // per measurement; 0: --seconds decides
+  unsigned repeat = 3;
+  double warmup_seconds = 0.5;  // per connection count, not reported
+  unsigned client_threads = 1;
+  std::chrono::milliseconds request_timeout{5000};
+  std::optional<std::uint16_t> port;  // drive an already-running server
+  std::string binary;
+  server_process::env_map server_env;  // extra GATEWAY_* for a started server
+};
+
+// What a scenario drives. server is null with --port: no CPU or RSS figures then.
+struct bench_target {
+  std::uint16_t port = 0;
+  server_process* server = nullptr;
+  const std::atomic<bool>* interrupted = nullptr;
+
+  std::optional<double> server_cpu_seconds() const { return server ? server->cpu_seconds() : std::nullopt; }
+  // Throws when a server the bench started has died: later figures would be noise.
+  void check_alive() const;
+};
+
+struct scenario {
+  std::string_view name;
+  std::string_view summary;  // one line for --help
+  void (*run)(const bench_options& options, bench_target& target, report& out);
+};
+
+std::span<const scenario> scenarios();
+const scenario* find_scenario(std::string_view name);
+
+// Scenario entry points (one file each).
+void run_sessions_scenario(const bench_options& options, bench_target& target, report& out);
+
+}  // namespace agw::bench

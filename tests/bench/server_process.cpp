@@ -1,0 +1,193 @@
+#include "tests/bench/server_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace agw::bench {
+namespace {
+
+std::filesystem::path make_temp_dir() {
+  auto pattern = (std::filesystem::temp_directory_path() / "agw-bench-XXXXXX").string();
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) throw std::runtime_error(std::string("mkdtemp failed: ") + std::strerror(errno));
+  return std::filesystem::path(buf.data());
+}
+
+std::vector<std::string> child_environment(const server_process::env_map& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    // The caller's own GATEWAY_* settings would make figures irreproducible.
+    if (kv.starts_with("GATEWAY_")) continue;
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+int decode_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status); }
+
+// One line of /proc/<pid>/stat split after the command name, which may hold spaces.
+std::optional<std::vector<std::string>> proc_stat_fields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  auto close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close_paren + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+}  // namespace
+
+server_process::server_process(std::filesystem::path binary, env_map extra_env, std::chrono::seconds start_timeout) {
+  if (access(binary.c_str(), X_OK) != 0)
+    throw std::runtime_error("server binary '" + binary.string() + "' is not executable (build agent-gateway or pass --binary)");
+  dir_ = make_temp_dir();
+  log_path_ = dir_ / "gateway.log";
+  extra_env["GATEWAY_HOST"] = "127.0.0.1";  // the bench only ever talks to loopback
+  extra_env["GATEWAY_PORT"] = "0";
+  extra_env["GATEWAY_DB_PATH"] = (dir_ / "gateway.db").string();
+  extra_env.emplace("GATEWAY_LOG_LEVEL", "warn");  // request logging would dominate the figures
+  auto env = child_environment(extra_env);
+
+  // Everything the child needs is built before fork: only async-signal-safe calls after it.
+  std::string path = binary.string();
+  std::string log_file = log_path_.string();
+  std::vector<char*> argv{path.data(), nullptr};
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    // If the bench dies without cleaning up (SIGKILL, crash), take the server with it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(fds[1], 1);
+    int log = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log >= 0) dup2(log, 2);
+    execve(path.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  close(fds[1]);
+
+  // The server prints "agent-gateway listening on HOST:PORT" once it accepts.
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now() + start_timeout;
+  while (text.find('\n') == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd p{fds[0], POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[256];
+    auto n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) {
+      // EOF: the process is exiting; give it a moment to become reapable.
+      for (int i = 0; i < 50 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      break;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  // Later stdout output goes nowhere: the server only prints that one line.
+  close(fds[0]);
+  auto marker = text.find("listening on");
+  auto colon = text.rfind(':');
+  int port = 0;
+  if (marker != std::string::npos && colon != std::string::npos && colon > marker) port = std::atoi(text.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) {
+    std::string log = stderr_text();
+    // An early exit (bad configuration, missing library) is told apart from a hang.
+    std::string why = running() ? "did not report a port within " + std::to_string(start_timeout.count()) + " s"
+                                : "exited with status " + std::to_string(*exit_status_) + " before reporting a port";
+    stop(std::chrono::seconds(2));
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+    throw std::runtime_error("server " + why + "; stdout: '" + text + "'; stderr: " + log);
+  }
+  port_ = static_cast<std::uint16_t>(port);
+}
+
+server_process::~server_process() {
+  stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+bool server_process::running() {
+  if (pid_ <= 0 || exit_status_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_status_ = decode_status(status);
+    return false;
+  }
+  return true;
+}
+
+std::optional<double> server_process::cpu_seconds() const {
+  if (pid_ <= 0 || exit_status_) return std::nullopt;
+  auto fields = proc_stat_fields(pid_);
+  // After "pid (comm)": state is field 3, utime 14, stime 15 → indices 11 and 12 here.
+  if (!fields || fields->size() < 13) return std::nullopt;
+  double ticks = std::stod((*fields)[11]) + std::stod((*fields)[12]);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::optional<long> server_process::peak_rss_kib() const {
+  if (pid_ <= 0 || exit_status_) return std::nullopt;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("VmHWM:")) return std::atol(line.c_str() + 6);
+  }
+  return std::nullopt;
+}
+
+int server_process::stop(std::chrono::seconds grace) {
+  if (pid_ <= 0) return -1;
+  if (exit_status_) return *exit_status_;
+  if (!running()) return *exit_status_;
+  ::kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!running()) return *exit_status_;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  exit_status_ = decode_status(status);
+  return *exit_status_;
+}
+
+std::string server_process::stderr_text() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace agw::bench

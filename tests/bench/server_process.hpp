@@ -1,0 +1,51 @@
+#pragma once
+// The agent-gateway under test as a child process: started on a free loopback
+// port with a throw-away database, observed through /proc (CPU time, peak RSS),
+// and stopped by its own PID. The benchmark never signals anything else.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace agw::bench {
+
+class server_process {
+ public:
+  using env_map = std::map<std::string, std::string>;
+
+  // Starts the binary and waits (up to start_timeout) for its "listening on" line;
+  // throws std::runtime_error with the server's stderr when it does not come.
+  server_process(std::filesystem::path binary, env_map extra_env,
+                 std::chrono::seconds start_timeout = std::chrono::seconds(15));
+  ~server_process();
+  server_process(const server_process&) = delete;
+  server_process& operator=(const server_process&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  bool running();  // false once the process has exited (reaps it)
+
+  // utime + stime of the server so far, in seconds; nullopt once it is gone.
+  std::optional<double> cpu_seconds() const;
+  // VmHWM (peak resident set) in KiB; nullopt once it is gone.
+  std::optional<long> peak_rss_kib() const;
+
+  // SIGTERM, then SIGKILL when it has not exited within grace. Returns the exit
+  // status (or -signal); idempotent.
+  int stop(std::chrono::seconds grace = std::chrono::seconds(10));
+
+  std::string stderr_text() const;  // what the server logged (warn and above)
+
+ private:
+  std::filesystem::path dir_;  // temporary: database and log, removed at the end
+  std::filesystem::path log_path_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+  std::optional<int> exit_status_;
+};
+
+}  // namespace agw::bench
