@@ -18,11 +18,6 @@ std::int64_t event_buffer::oldest_id() const { return size_ ? slots_[head_]->id 
 
 std::int64_t event_buffer::newest_id() const { return size_ ? slots_[(head_ + size_ - 1) % slots_.size()]->id : 0; }
 
-bool event_buffer::covers(std::int64_t after_id) const {
-  if (after_id >= newest_id()) return true;  // nothing newer to replay
-  return size_ && oldest_id() <= after_id + 1;
-}
-
 std::vector<frame_ptr> event_buffer::after(std::int64_t after_id) const {
   std::vector<frame_ptr> out;
   if (!size_ || after_id >= newest_id()) return out;

@@ -14,8 +14,7 @@ class event_buffer {
   explicit event_buffer(std::size_t capacity);
 
   void push(frame_ptr frame);  // ids must arrive in increasing order
-  // Frames with id > after_id, in order, when the ring still holds all of them.
-  bool covers(std::int64_t after_id) const;
+  // The held frames with id > after_id, in order.
   std::vector<frame_ptr> after(std::int64_t after_id) const;
 
   std::int64_t oldest_id() const;  // 0 when empty

@@ -138,11 +138,11 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
   }
   replay_info info;
   info.last_event_id = after_id;
-  if (ring_.covers(after_id)) {
+  if (ring_holds_all_after(after_id)) {
     subscribers_.push_back({sub, false});
     auto frames = ring_.after(after_id);
     info.replayed = static_cast<std::int64_t>(frames.size());
-    info.oldest_event_id = ring_.oldest_id();
+    info.oldest_event_id = oldest_held();
     if (on_replay) on_replay(info);
     if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
     return;
@@ -182,7 +182,7 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                           !frames.empty() ? frames.front()->id : (self->ring_.size() ? self->ring_.oldest_id() : after_id + 1);
                       if (first_held > after_id + 1) info.gap = true;
                       std::int64_t last = frames.empty() ? after_id : frames.back()->id;
-                      if (!self->ring_.covers(last)) {
+                      if (!self->ring_holds_all_after(last)) {
                         // The ring moved on while we read: deliver what we have and read again.
                         info.replayed += static_cast<std::int64_t>(frames.size());
                         if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
@@ -197,12 +197,24 @@ void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std:
                                     const std::function<void(const replay_info&)>& on_replay, std::vector<frame_ptr> log_frames) {
   auto tail = ring_.after(last_sent);
   info.replayed += static_cast<std::int64_t>(log_frames.size() + tail.size());
-  if (info.oldest_event_id == 0) info.oldest_event_id = ring_.oldest_id();
+  if (info.oldest_event_id == 0) info.oldest_event_id = oldest_held();
   if (on_replay) on_replay(info);
   log_frames.insert(log_frames.end(), tail.begin(), tail.end());
   if (!log_frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(log_frames)));
   for (auto& s : subscribers_)
     if (s.sub == sub) s.catching_up = false;
+}
+
+bool session_channel::ring_holds_all_after(std::int64_t after_id) const {
+  // The ring's newest frame is always the last committed one.
+  return after_id >= committed_id_ || (ring_.size() && ring_.oldest_id() <= after_id + 1);
+}
+
+std::int64_t session_channel::oldest_held() const {
+  if (committed_id_ == 0) return 0;
+  if (opts_.retention == 0) return 1;
+  // Retention trims whole batches, so the log may hold a little more than this.
+  return std::max<std::int64_t>(1, committed_id_ - static_cast<std::int64_t>(opts_.retention) + 1);
 }
 
 void session_channel::unsubscribe(const subscriber* sub) {

@@ -101,6 +101,8 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent, replay_info info,
                      const std::function<void(const replay_info&)>& on_replay, std::vector<frame_ptr> log_frames);
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
+  bool ring_holds_all_after(std::int64_t after_id) const;
+  std::int64_t oldest_held() const;
   void publish_snapshot();
 
   strand_type strand_;
