@@ -71,12 +71,11 @@ int main(int argc, char** argv) {
     }
     agw::core::store_executor store([&] { return std::make_unique<agw::persistence::sqlite_store>(config.db_path); },
                                     agw::core::store_executor::options{});
-    int code = 0;
-    {
-      agw::gateway::server server(config, store);
-      code = server.run();
-    }
-    store.stop();  // every queued write is committed before the process exits
+    agw::gateway::server server(config, store);
+    int code = server.run();
+    // Every queued write is committed before the process exits; completions land in
+    // the stopped io_context, which is destroyed (with the server) only afterwards.
+    store.stop();
     return code;
   } catch (const std::exception& e) {
     spdlog::critical("start-up failed: {}", e.what());
