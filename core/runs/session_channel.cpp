@@ -29,6 +29,7 @@ session_channel::session_channel(net::any_io_executor executor, std::string sess
 
 std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, boost::json::object data) {
   const std::int64_t id = next_id_++;
+  if (closed_) return id;  // the session is gone: nothing to store or deliver
   pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, std::move(data))));
   flush();
   return id;
