@@ -76,13 +76,25 @@ awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(config.max_header_bytes));
     parser.body_limit(config.max_body_bytes);
-    // The first request gets the header timeout; later ones may idle for longer.
-    stream.expires_after(to_duration(first ? config.header_timeout : config.idle_timeout));
+    if (!first && buffer.size() == 0) {
+      // Between requests a kept-alive client may idle for the idle timeout; once its
+      // next request starts, the header timeout applies as for a new connection.
+      stream.expires_after(to_duration(config.idle_timeout));
+      auto [iec, in] = co_await stream.async_read_some(buffer.prepare(4096), use_tuple);
+      if (iec) break;
+      buffer.commit(in);
+    }
     first = false;
+    stream.expires_after(to_duration(config.header_timeout));
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
-    if (ec == http::error::header_limit) {
+    if (ec == http::error::header_limit || ec == http::error::body_limit) {
+      // Beast checks a declared Content-Length against the body limit while reading the header.
       {
-        auto refused = refusal(core::error_code::payload_too_large, "request header too large", 11);
+        auto refused = refusal(core::error_code::payload_too_large,
+                               ec == http::error::header_limit
+                                   ? std::string("request header too large")
+                                   : "request body larger than " + std::to_string(config.max_body_bytes) + " bytes",
+                               11);
         co_await reject(stream, app, refused);
       }
       break;

@@ -20,7 +20,9 @@ sse_stream::sse_stream(net::any_io_executor executor, core::metrics& stats, opti
 
 void sse_stream::deliver(const core::frame_batch& frames) {
   if (overflow_) return;
-  if (queued_.fetch_add(frames->size()) + frames->size() > opts_.max_queued) {
+  // Only a backlog the writer has not taken counts: one big batch to an idle writer is fine.
+  const auto before = queued_.fetch_add(frames->size());
+  if (before > 0 && before + frames->size() > opts_.max_queued) {
     overflow_ = true;
     stats_.sse_slow_subscribers_dropped++;
     net::post(executor_, [self = shared_from_this()] { self->signal_.cancel(); });
@@ -57,12 +59,14 @@ awaitable<bool> sse_stream::write_chunk(beast::tcp_stream& stream, const std::ve
   for (const auto& p : pieces) size += p.size();
   if (size == 0) co_return true;
   char head[24];
-  int n = std::snprintf(head, sizeof head, "%zx\r\n", size);
   std::vector<net::const_buffer> buffers;
   buffers.reserve(pieces.size() + 2);
-  buffers.emplace_back(head, static_cast<std::size_t>(n));
+  if (chunked_) {
+    int n = std::snprintf(head, sizeof head, "%zx\r\n", size);
+    buffers.emplace_back(head, static_cast<std::size_t>(n));
+  }
   buffers.insert(buffers.end(), pieces.begin(), pieces.end());
-  buffers.emplace_back("\r\n", 2);
+  if (chunked_) buffers.emplace_back("\r\n", 2);
   // A deadline per write: a client that stops reading is dropped, a quiet one is not.
   stream.expires_after(opts_.write_timeout);
   auto [ec, written] = co_await net::async_write(stream, buffers, use_tuple);
@@ -78,7 +82,10 @@ awaitable<sse_stream::end_reason> sse_stream::pump(beast::tcp_stream& stream, ht
     ~open_gauge() { stats.sse_streams_open--; }
   } gauge{stats_};
 
-  head.chunked(true);
+  // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
+  chunked_ = head.version() >= 11;
+  if (chunked_) head.chunked(true);
+  else head.keep_alive(false);
   http::response_serializer<http::empty_body> serializer{head};
   stream.expires_after(opts_.write_timeout);
   auto [hec, hn] = co_await http::async_write_header(stream, serializer, use_tuple);
@@ -126,6 +133,7 @@ awaitable<sse_stream::end_reason> sse_stream::pump(beast::tcp_stream& stream, ht
     stats_.sse_frames_written += frames;
     if (!finished && closed_ && queue_.empty()) co_return end_reason::closed;
   }
+  if (!chunked_) co_return end_reason::run_done;
   // The last chunk ends the response cleanly; the connection may be reused.
   static constexpr char last_chunk[] = "0\r\n\r\n";
   stream.expires_after(opts_.write_timeout);

@@ -61,6 +61,7 @@ class sse_stream : public core::subscriber, public std::enable_shared_from_this<
   std::atomic<std::size_t> queued_{0};
   std::atomic<bool> overflow_{false};
   bool closed_ = false;
+  bool chunked_ = true;
   std::int64_t last_sent_;
 };
 

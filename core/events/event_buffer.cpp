@@ -14,6 +14,12 @@ void event_buffer::push(frame_ptr frame) {
   }
 }
 
+void event_buffer::clear() {
+  for (auto& slot : slots_) slot.reset();
+  head_ = 0;
+  size_ = 0;
+}
+
 std::int64_t event_buffer::oldest_id() const { return size_ ? slots_[head_]->id : 0; }
 
 std::int64_t event_buffer::newest_id() const { return size_ ? slots_[(head_ + size_ - 1) % slots_.size()]->id : 0; }

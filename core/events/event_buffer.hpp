@@ -17,6 +17,7 @@ class event_buffer {
   // The held frames with id > after_id, in order.
   std::vector<frame_ptr> after(std::int64_t after_id) const;
 
+  void clear();
   std::int64_t oldest_id() const;  // 0 when empty
   std::int64_t newest_id() const;  // 0 when empty
   std::size_t size() const { return size_; }

@@ -11,9 +11,11 @@ namespace net = boost::asio;
 run::run(net::strand<net::any_io_executor> strand, std::string id, std::int64_t started_at_ms, std::int64_t events_before)
     : strand_(strand), id_(std::move(id)), started_at_ms_(started_at_ms), events_before_(events_before), sleeper_(strand) {}
 
-void run::request_abort() {
+bool run::request_abort() {
+  if (finishing_) return false;
   abort_ = true;
   net::post(strand_, [self = shared_from_this()] { self->sleeper_.cancel(); });
+  return true;
 }
 
 net::awaitable<bool> run::sleep_until(std::chrono::steady_clock::time_point deadline) {

@@ -24,8 +24,11 @@ class run : public std::enable_shared_from_this<run> {
   std::int64_t events_before() const { return events_before_; }
   run_summary summary() const { return {id_, started_at_ms_}; }
 
-  void request_abort();
+  // False when the run is already finishing (its end is decided): the abort came too late.
+  bool request_abort();
   bool abort_requested() const { return abort_.load(); }
+  // Called on the strand once the run's outcome is fixed; later aborts are refused.
+  void mark_finishing() { finishing_ = true; }
 
   // Sleeps until `deadline` or an abort; true when the full sleep happened. Strand only.
   boost::asio::awaitable<bool> sleep_until(std::chrono::steady_clock::time_point deadline);
@@ -36,6 +39,7 @@ class run : public std::enable_shared_from_this<run> {
   std::int64_t started_at_ms_;
   std::int64_t events_before_;
   std::atomic<bool> abort_{false};
+  std::atomic<bool> finishing_{false};
   boost::asio::steady_timer sleeper_;
 };
 

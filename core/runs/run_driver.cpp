@@ -43,6 +43,8 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   }
 
   // How the run ended decides the closing events; the content is what was streamed.
+  // Same strand step as request_abort's check on the abort endpoint: no abort slips in after this.
+  r->mark_finishing();
   const bool aborted = r->abort_requested();
   const std::string status = aborted ? "aborted" : ctx.failure() ? "error" : "complete";
   message_record answer;
@@ -86,13 +88,18 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
     try {
       std::rethrow_exception(ending_failure);
     } catch (const std::exception& e) {
-      // Storage failed at the end: still close the run so the session stays usable.
-      spdlog::error("run {}: could not persist its end: {}", r->id(), e.what());
       answer.content = ctx.content();
       answer.token_count = ctx.tokens_streamed();
-      answer.status = "error";
       if (answer.created_at_ms == 0) answer.created_at_ms = now_ms();
-      channel->publish(r->id(), "error", {{"code", "storage_error"}, {"message", "the run's end could not be persisted"}});
+      if (channel->deleting()) {
+        // The session was deleted mid-run: its followers still get the run's end.
+        answer.status = status;
+      } else {
+        // Storage failed at the end: still close the run so the session stays usable.
+        spdlog::error("run {}: could not persist its end: {}", r->id(), e.what());
+        answer.status = "error";
+        channel->publish(r->id(), "error", {{"code", "storage_error"}, {"message", "the run's end could not be persisted"}});
+      }
       channel->publish(r->id(), "done", {{"assistant_data", message_json(answer)}});
     }
   }

@@ -1,5 +1,7 @@
 #include "core/runs/session_channel.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
@@ -38,9 +40,17 @@ std::int64_t session_channel::publish(std::string_view run_id, std::string_view 
 void session_channel::flush() {
   if (in_flight_ || pending_.empty() || closed_) return;
   in_flight_ = true;
-  auto batch = std::make_shared<std::vector<frame_ptr>>(std::move(pending_));
-  pending_.clear();
+  // A bounded batch: one log row and one delivery per subscriber stay small, and
+  // the rest commits right behind it.
+  const std::size_t take = std::min(pending_.size(), opts_.max_batch);
+  auto batch = std::make_shared<std::vector<frame_ptr>>(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
   in_flight_count_ = batch->size();
+  if (deleting_) {
+    // The session's rows are gone: the run's last events go to its followers only.
+    net::post(strand_, [self = shared_from_this(), batch] { self->on_committed(batch, nullptr); });
+    return;
+  }
   event_batch_record record;
   record.session_id = session_id_;
   record.first_id = batch->front()->id;
@@ -97,7 +107,12 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   publish_snapshot();
   deliver_live(batch);
   wake(commit_waiters_);
+  if (deleting_ && !run_) {
+    close_now();
+    return;
+  }
   flush();
+  release_ring_if_idle();
   if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
 }
 
@@ -177,31 +192,37 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                       std::vector<frame_ptr> frames;
                       frames.reserve(result.second.size());
                       for (auto& e : result.second) frames.push_back(std::make_shared<const event_frame>(parse_stored_frame(std::move(e.frame))));
-                      info.oldest_event_id = result.first ? result.first : self->ring_.oldest_id();
+                      // What the ring holds is served from the ring (retention may keep less in the log).
+                      const auto& ring = self->ring_;
+                      if (ring.size()) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= ring.oldest_id(); });
+                      info.oldest_event_id =
+                          result.first && (!ring.size() || result.first < ring.oldest_id()) ? result.first : ring.oldest_id();
                       // A gap: retention removed events right after the cursor.
                       const std::int64_t first_held =
-                          !frames.empty() ? frames.front()->id : (self->ring_.size() ? self->ring_.oldest_id() : after_id + 1);
+                          !frames.empty() ? frames.front()->id : (ring.size() ? ring.oldest_id() : self->committed_id_ + 1);
                       if (first_held > after_id + 1) info.gap = true;
-                      std::int64_t last = frames.empty() ? after_id : frames.back()->id;
+                      // Nothing in the log after the cursor: go on from just before the first event held.
+                      std::int64_t last = frames.empty() ? std::max(after_id, first_held - 1) : frames.back()->id;
+                      if (on_replay) {
+                        // `reconnected` goes first: it counts what is committed now, from the first event held.
+                        info.replayed = std::max<std::int64_t>(0, self->committed_id_ - first_held + 1);
+                        on_replay(info);
+                        on_replay = nullptr;
+                      }
+                      if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
                       if (!self->ring_holds_all_after(last)) {
-                        // The ring moved on while we read: deliver what we have and read again.
-                        info.replayed += static_cast<std::int64_t>(frames.size());
-                        if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
-                        self->continue_replay(std::move(sub), last, info, std::move(on_replay));
+                        // More than a page, or the ring moved on while we read: read the next page.
+                        self->continue_replay(std::move(sub), last, info, nullptr);
                         return;
                       }
-                      self->finish_replay(sub, last, info, on_replay, std::move(frames));
+                      self->finish_replay(sub, last);
                     }));
 }
 
-void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent, replay_info info,
-                                    const std::function<void(const replay_info&)>& on_replay, std::vector<frame_ptr> log_frames) {
+void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent) {
   auto tail = ring_.after(last_sent);
-  info.replayed += static_cast<std::int64_t>(log_frames.size() + tail.size());
-  if (info.oldest_event_id == 0) info.oldest_event_id = oldest_held();
-  if (on_replay) on_replay(info);
-  log_frames.insert(log_frames.end(), tail.begin(), tail.end());
-  if (!log_frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(log_frames)));
+  if (!tail.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(tail)));
+  // From here on the subscriber takes live frames like every other.
   for (auto& s : subscribers_)
     if (s.sub == sub) s.catching_up = false;
 }
@@ -220,6 +241,13 @@ std::int64_t session_channel::oldest_held() const {
 
 void session_channel::unsubscribe(const subscriber* sub) {
   std::erase_if(subscribers_, [sub](const subscription& s) { return s.sub.get() == sub; });
+  release_ring_if_idle();
+}
+
+void session_channel::release_ring_if_idle() {
+  // An idle session keeps no frames in memory: a later resume reads the log instead.
+  // (Thousands of finished sessions would otherwise each hold a full ring.)
+  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_) ring_.clear();
 }
 
 void session_channel::set_live_run(std::shared_ptr<run> r) {
@@ -228,13 +256,21 @@ void session_channel::set_live_run(std::shared_ptr<run> r) {
 }
 
 void session_channel::close() {
-  if (closed_) return;
+  if (closed_ || deleting_) return;
+  if (run_ && run_->request_abort()) {
+    // Let the live run end with its aborted done, delivered but not stored; then close.
+    deleting_ = true;
+    return;
+  }
+  close_now();
+}
+
+void session_channel::close_now() {
   closed_ = true;
   pending_.clear();
   auto subs = std::move(subscribers_);
   subscribers_.clear();
   for (auto& s : subs) s.sub->close(subscriber::close_reason::session_deleted);
-  if (run_) run_->request_abort();
   wake(commit_waiters_);
   wake(watermark_waiters_);
 }

@@ -49,6 +49,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     std::size_t high_watermark = 4096;  // uncommitted events before the run waits
     std::size_t replay_page = 256;      // events per log read during a replay
     std::size_t retention = 0;          // events kept in the log per session; 0 = all
+    std::size_t max_batch = 256;        // events per commit (and per delivery)
   };
 
   session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
@@ -79,11 +80,13 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);
 
-  // The session was deleted: close every subscriber, drop pending frames.
+  // The session was deleted: a live run is aborted and its last events (aborted
+  // status, done) still reach its followers, unstored; then every subscriber is closed.
   void close();
   // Ends every subscriber's stream but keeps the channel (draining).
   void close_subscribers();
   bool closed() const { return closed_; }
+  bool deleting() const { return deleting_; }
 
   // --- any thread ---
   struct snapshot_view {
@@ -98,12 +101,13 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   void deliver_live(const frame_batch& batch);
   void continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
                        std::function<void(const replay_info&)> on_replay);
-  void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent, replay_info info,
-                     const std::function<void(const replay_info&)>& on_replay, std::vector<frame_ptr> log_frames);
+  void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent);
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
   bool ring_holds_all_after(std::int64_t after_id) const;
   std::int64_t oldest_held() const;
   void publish_snapshot();
+  void close_now();
+  void release_ring_if_idle();
 
   strand_type strand_;
   std::string session_id_;
@@ -117,6 +121,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   std::size_t in_flight_count_ = 0; // events in the batch being committed
   bool in_flight_ = false;
   bool closed_ = false;
+  bool deleting_ = false;  // closing once the live run's done is delivered
   event_buffer ring_;
   struct subscription {
     std::shared_ptr<subscriber> sub;

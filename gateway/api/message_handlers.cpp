@@ -193,8 +193,8 @@ awaitable<handler_result> abort_run(request_context& ctx) {
   if (channel) {
     auto request_abort = [channel]() -> awaitable<std::string> {
       auto live = channel->live_run();
-      if (!live) co_return std::string();
-      live->request_abort();
+      // A run whose end is already decided is as good as idle.
+      if (!live || !live->request_abort()) co_return std::string();
       co_return live->id();
     };
     auto aborting = net::co_spawn(channel->strand(), request_abort(), net::use_awaitable);

@@ -114,7 +114,8 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   };
   auto leaving = net::co_spawn(channel->strand(), leave(), net::use_awaitable);
   co_await std::move(leaving);
-  ctx.keep_alive_after_stream = reason == sse_stream::end_reason::run_done && ctx.req.keep_alive() && !app.draining;
+  ctx.keep_alive_after_stream =
+      reason == sse_stream::end_reason::run_done && ctx.req.version() >= 11 && ctx.req.keep_alive() && !app.draining;
   co_return std::nullopt;
 }
 

@@ -1,0 +1,121 @@
+#include "core/events/sse_format.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <string>
+
+namespace {
+
+using namespace std::chrono_literals;
+using agw::core::event_frame;
+using agw::core::heartbeat_line;
+using agw::core::make_event_frame;
+using agw::core::parse_stored_frame;
+using agw::core::reconnected_frame;
+using agw::core::retry_line;
+
+}  // namespace
+
+TEST_CASE("sse_format: make_event_frame exact bytes") {
+  struct row {
+    const char* name;
+    std::int64_t id;
+    const char* type;
+    const char* run_id;
+    boost::json::object data;
+    std::string data_line;  // expected JSON
+  };
+  const row rows[] = {
+      {"newline escaped", 7, "token", "r", {{"content", "a\nb"}}, R"({"run_id":"r","content":"a\nb"})"},
+      {"cr and tab escaped", 8, "token", "r", {{"content", "a\r\nb\tc"}}, R"({"run_id":"r","content":"a\r\nb\tc"})"},
+      {"quotes and backslash", 9, "token", "r", {{"content", "say \"hi\" \\o/"}}, R"({"run_id":"r","content":"say \"hi\" \\o/"})"},
+      {"unicode passes through", 10, "token", "run-1", {{"content", "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"}},
+       "{\"run_id\":\"run-1\",\"content\":\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\"}"},
+      {"empty data", 1, "status", "r", {}, R"({"run_id":"r"})"},
+      {"keys after run_id in given order", 123456789012, "done", "x", {{"b", 1}, {"a", true}, {"c", nullptr}},
+       R"({"run_id":"x","b":1,"a":true,"c":null})"},
+      {"nested values", 2, "tool_call", "r", {{"args", boost::json::object{{"x", boost::json::array{1, 2}}}}},
+       R"({"run_id":"r","args":{"x":[1,2]}})"},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.name);
+    const event_frame f = make_event_frame(r.id, r.type, r.run_id, r.data);
+    CHECK(f.id == r.id);
+    CHECK(f.type == r.type);
+    CHECK(f.run_id == r.run_id);
+    CHECK(f.data == r.data_line);
+    CHECK(f.text == "id: " + std::to_string(r.id) + "\nevent: " + r.type + "\ndata: " + r.data_line + "\n\n");
+    // One data line: the only newlines are the three line ends and the blank line.
+    CHECK(std::count(f.text.begin(), f.text.end(), '\n') == 4);
+    CHECK(f.text.find('\r') == std::string::npos);
+  }
+}
+
+TEST_CASE("sse_format: make_event_frame with the brief's example") {
+  const auto f = make_event_frame(7, "token", "r", {{"content", "a\nb"}});
+  CHECK(f.text == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"a\\nb\"}\n\n");
+}
+
+TEST_CASE("sse_format: retry_line, heartbeat_line") {
+  CHECK(retry_line(3000ms) == "retry: 3000\n");
+  CHECK(retry_line(0ms) == "retry: 0\n");
+  CHECK(retry_line(3600000ms) == "retry: 3600000\n");
+  CHECK(heartbeat_line() == ": heartbeat\n");
+}
+
+TEST_CASE("sse_format: reconnected_frame exact bytes") {
+  CHECK(reconnected_frame(5, 3, false, 1) ==
+        "event: reconnected\ndata: {\"last_event_id\":5,\"replayed\":3,\"gap\":false,\"oldest_event_id\":1}\n\n");
+  CHECK(reconnected_frame(0, 0, true, 0) ==
+        "event: reconnected\ndata: {\"last_event_id\":0,\"replayed\":0,\"gap\":true,\"oldest_event_id\":0}\n\n");
+  // No id: line: the frame is unnumbered and must not move the client's Last-Event-ID.
+  CHECK(reconnected_frame(9, 1, false, 2).find("id:") == std::string::npos);
+}
+
+TEST_CASE("sse_format: parse_stored_frame round trip") {
+  const event_frame frames[] = {
+      make_event_frame(7, "token", "r", {{"content", "a\nb"}}),
+      make_event_frame(1, "status", "run-x", {{"state", "running"}}),
+      make_event_frame(9007199254740993, "done", "r2", {{"content", "h\xC3\xA9"}, {"n", 3}}),
+      make_event_frame(42, "tool_result", "", {{"output", "line1\nline2\n\nline4"}}),
+  };
+  for (const auto& original : frames) {
+    CAPTURE(original.text);
+    const auto parsed = parse_stored_frame(original.text);
+    CHECK(parsed.id == original.id);
+    CHECK(parsed.type == original.type);
+    CHECK(parsed.run_id == original.run_id);
+    CHECK(parsed.data == original.data);
+    CHECK(parsed.text == original.text);
+    CHECK(boost::json::parse(parsed.data) == boost::json::parse(original.data));
+  }
+}
+
+TEST_CASE("sse_format: parse_stored_frame tolerates odd input") {
+  SUBCASE("data not JSON: no run_id") {
+    auto f = parse_stored_frame("id: 3\nevent: x\ndata: not json\n\n");
+    CHECK(f.id == 3);
+    CHECK(f.type == "x");
+    CHECK(f.data == "not json");
+    CHECK(f.run_id.empty());
+  }
+  SUBCASE("run_id not a string") {
+    auto f = parse_stored_frame("id: 4\nevent: x\ndata: {\"run_id\":5}\n\n");
+    CHECK(f.id == 4);
+    CHECK(f.run_id.empty());
+  }
+  SUBCASE("no trailing blank line") {
+    auto f = parse_stored_frame("id: 5\nevent: token\ndata: {\"run_id\":\"r\"}");
+    CHECK(f.id == 5);
+    CHECK(f.type == "token");
+    CHECK(f.run_id == "r");
+  }
+  SUBCASE("empty") {
+    auto f = parse_stored_frame("");
+    CHECK(f.id == 0);
+    CHECK(f.type.empty());
+    CHECK(f.text.empty());
+  }
+}

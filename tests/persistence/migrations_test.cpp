@@ -1,0 +1,70 @@
+#include "persistence/migrations.hpp"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "tests/persistence/sqlite_fixture.hpp"
+
+namespace {
+
+using agw::persistence::migrate;
+using agw::persistence::schema_version;
+using agw::persistence::sqlite_store;
+using agw::test::make_session;
+using agw::test::pragma_text;
+using agw::test::temp_db;
+
+std::set<std::string> table_names(sqlite_store& store) {
+  std::set<std::string> out;
+  auto st = store.database().prepare_uncached("SELECT name FROM sqlite_master WHERE type = 'table'");
+  while (st.step()) out.insert(st.text(0));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("migrations: a new file gets the whole schema") {
+  temp_db db;
+  auto store = db.open();
+  CHECK(schema_version() == 1);
+  CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
+  CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "idempotency_keys", "messages",
+                                                     "session_labels", "sessions", "webhook_attempts", "webhook_deliveries"});
+  CHECK(pragma_text(*store, "journal_mode") == "wal");
+  CHECK(pragma_text(*store, "foreign_keys") == "1");
+}
+
+TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the data") {
+  temp_db db;
+  {
+    auto store = db.open();
+    store->insert_session(make_session("s1", 10));
+    migrate(store->database());  // twice on one connection
+    CHECK(pragma_text(*store, "user_version") == "1");
+  }
+  auto again = db.open();
+  CHECK(pragma_text(*again, "user_version") == "1");
+  CHECK(again->find_session("s1").has_value());
+  CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
+}
+
+TEST_CASE("migrations: a database newer than the binary is refused") {
+  temp_db db;
+  {
+    auto store = db.open();
+    store->database().exec("PRAGMA user_version = 99");
+  }
+  sqlite_store store(db.path);
+  try {
+    migrate(store.database());
+    FAIL("migrated a newer database");
+  } catch (const agw::core::store_error& e) {
+    CHECK(std::string(e.what()).find("newer") != std::string::npos);
+  }
+  CHECK(pragma_text(store, "user_version") == "99");
+}
+
+TEST_CASE("migrations: an unopenable path is a store_error") {
+  CHECK_THROWS_AS(sqlite_store("/nonexistent-dir-for-agw-tests/x/y.db"), agw::core::store_error);
+}

@@ -1,0 +1,154 @@
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "persistence/sqlite_store.hpp"
+#include "tests/persistence/sqlite_fixture.hpp"
+
+// Prints id lists in failure messages.
+template <>
+struct doctest::StringMaker<std::vector<std::int64_t>> {
+  static doctest::String convert(const std::vector<std::int64_t>& ids) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+    return (out + "]").c_str();
+  }
+};
+
+namespace {
+
+using agw::core::stored_event;
+using agw::persistence::split_frames;
+using agw::test::frame_text;
+using agw::test::make_batch;
+using agw::test::make_session;
+using agw::test::temp_db;
+
+std::vector<std::int64_t> range(std::int64_t first, std::int64_t last) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = first; i <= last; ++i) out.push_back(i);
+  return out;
+}
+
+std::vector<std::int64_t> ids_of(const std::vector<stored_event>& events) {
+  std::vector<std::int64_t> out;
+  for (const auto& e : events) out.push_back(e.id);
+  return out;
+}
+
+// A session with the batches [1..3] [4..4] [5..9] [10..12].
+std::unique_ptr<agw::persistence::sqlite_store> seeded(const temp_db& db) {
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  store->insert_session(make_session("other", 2));
+  for (auto [first, last] : {std::pair{1, 3}, std::pair{4, 4}, std::pair{5, 9}, std::pair{10, 12}})
+    store->append_events(make_batch("s", first, last));
+  store->append_events(make_batch("other", 1, 50));
+  return store;
+}
+
+}  // namespace
+
+TEST_CASE("sqlite_store_events: events_after across batch boundaries with a limit") {
+  temp_db db;
+  auto store = seeded(db);
+  struct row {
+    std::int64_t after;
+    std::size_t limit;
+    std::vector<std::int64_t> expected;
+  };
+  const row rows[] = {
+      {0, 100, range(1, 12)}, {0, 12, range(1, 12)}, {0, 5, range(1, 5)},   {2, 4, range(3, 6)},  {3, 1, {4}},
+      {4, 3, range(5, 7)},    {6, 100, range(7, 12)}, {9, 100, range(10, 12)}, {11, 100, {12}},    {12, 100, {}},
+      {100, 5, {}},           {5, 0, {}},             {-5, 2, {1, 2}},         {8, 2, {9, 10}},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.after);
+    CAPTURE(r.limit);
+    const auto events = store->events_after("s", r.after, r.limit);
+    CHECK(ids_of(events) == r.expected);
+    for (const auto& e : events) {
+      CAPTURE(e.id);
+      CHECK(e.frame == frame_text(e.id));
+    }
+  }
+  CHECK(store->events_after("none", 0, 100).empty());
+  CHECK(store->oldest_event_id("s") == 1);
+  CHECK(store->oldest_event_id("none") == 0);
+  CHECK(ids_of(store->events_after("other", 45, 100)) == range(46, 50));
+}
+
+TEST_CASE("sqlite_store_events: append_events advances sessions.last_event_id") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  CHECK(store->find_session("s")->last_event_id == 0);
+  store->append_events(make_batch("s", 1, 3));
+  CHECK(store->find_session("s")->last_event_id == 3);
+  store->append_events(make_batch("s", 4, 10));
+  CHECK(store->find_session("s")->last_event_id == 10);
+  // Never backwards.
+  auto stale = make_batch("s", 0, 0);
+  store->append_events(stale);
+  CHECK(store->find_session("s")->last_event_id == 10);
+  // A batch starting at a stored first_id is a constraint violation.
+  CHECK_THROWS_AS(store->append_events(make_batch("s", 4, 5)), agw::core::store_error);
+  CHECK(store->find_session("s")->last_event_id == 10);
+}
+
+TEST_CASE("sqlite_store_events: trim_events deletes whole batches below the cut only") {
+  struct row {
+    std::int64_t keep_from;
+    std::int64_t oldest;  // 0: none held
+    std::vector<std::int64_t> held;
+  };
+  const row rows[] = {
+      {0, 1, range(1, 12)},  {1, 1, range(1, 12)},  {3, 1, range(1, 12)},   {4, 4, range(4, 12)},  {5, 5, range(5, 12)},
+      {7, 5, range(5, 12)},  {9, 5, range(5, 12)},  {10, 10, range(10, 12)}, {12, 10, range(10, 12)}, {13, 0, {}},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.keep_from);
+    temp_db db;
+    auto store = seeded(db);
+    store->trim_events("s", r.keep_from);
+    CHECK(store->oldest_event_id("s") == r.oldest);
+    CHECK(ids_of(store->events_after("s", 0, 100)) == r.held);
+    // The batch holding the cut is kept, so every id >= keep_from survives.
+    for (std::int64_t id = std::max<std::int64_t>(r.keep_from, 1); id <= 12; ++id)
+      CHECK(std::find(r.held.begin(), r.held.end(), id) != r.held.end());
+    CHECK(store->find_session("s")->last_event_id == 12);  // trimming does not move the sequence
+    CHECK(store->oldest_event_id("other") == 1);
+  }
+}
+
+TEST_CASE("sqlite_store_events: split_frames") {
+  const std::string a = frame_text(1), b = frame_text(2);
+  struct row {
+    const char* name;
+    std::string input;
+    std::vector<std::int64_t> ids;
+    std::vector<std::string> frames;
+  };
+  const row rows[] = {
+      {"empty", "", {}, {}},
+      {"one", a, {1}, {a}},
+      {"two", a + b, {1, 2}, {a, b}},
+      {"trailing partial frame", a + "id: 3\nevent: token", {1, 3}, {a, "id: 3\nevent: token"}},
+      {"no id line", "event: x\ndata: {}\n\n", {0}, {"event: x\ndata: {}\n\n"}},
+      {"big id", "id: 9007199254740993\nevent: x\ndata: {}\n\n", {9007199254740993}, {"id: 9007199254740993\nevent: x\ndata: {}\n\n"}},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.name);
+    const auto events = split_frames(r.input);
+    CHECK(ids_of(events) == r.ids);
+    std::vector<std::string> frames;
+    for (const auto& e : events) frames.push_back(e.frame);
+    CHECK(frames == r.frames);
+  }
+  // A whole stored batch splits back into its frames.
+  const auto batch = make_batch("s", 5, 9);
+  const auto events = split_frames(batch.frames);
+  CHECK(ids_of(events) == range(5, 9));
+  for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
+}

@@ -1,0 +1,428 @@
+#pragma once
+// An in-memory core::store_connection for unit tests of the store executor and
+// of everything built on it (session_channel, ...).
+//
+// fake_db is the "database file": committed state shared by every connection,
+// plus counters, a call log and fault injection. fake_connection is one
+// connection: like SQLite, a batch works on a private copy that only
+// commit_batch() publishes, and savepoints snapshot that copy. Operations
+// outside a batch read and write the committed state directly (autocommit).
+//
+// Fault injection (all thread-safe, set before or while the executor runs):
+//   throw_on_job(n)     the n-th job (counted by savepoint() calls, 1-based) throws
+//                       store_error from its first store operation;
+//   fail_commits(k)     the next k commit_batch() calls throw (and roll back);
+//   fail_commit_number(n)  the n-th commit_batch() call (1-based, all connections) throws;
+//   hold_commits()      commit_batch() blocks until release_commits();
+//   op_delay / read_delay / commit_delay   sleep in every operation / every
+//                       operation outside a batch / every commit;
+//   fail_reads          operations outside a batch throw store_error.
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/store.hpp"
+
+namespace agw::test {
+
+// Everything a store holds. Plain values, so a batch or savepoint is a copy.
+struct fake_data {
+  std::map<std::string, core::session_record, std::less<>> sessions;
+  std::map<std::string, core::message_record, std::less<>> messages;  // by id
+  std::vector<core::checkpoint_record> checkpoints;
+  std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // by session, append order
+  std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
+};
+
+// Splits concatenated SSE frames into stored events (same rule as the SQLite store).
+inline std::vector<core::stored_event> fake_split_frames(std::string_view frames) {
+  std::vector<core::stored_event> out;
+  while (!frames.empty()) {
+    auto end = frames.find("\n\n");
+    std::string_view frame = frames.substr(0, end == std::string_view::npos ? frames.size() : end + 2);
+    frames.remove_prefix(frame.size());
+    core::stored_event e;
+    if (frame.starts_with("id: ")) {
+      auto digits = frame.substr(4, frame.find('\n') - 4);
+      std::from_chars(digits.data(), digits.data() + digits.size(), e.id);
+    }
+    e.frame = std::string(frame);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+class fake_connection;
+
+class fake_db {
+ public:
+  // --- fault injection ---
+  void throw_on_job(int n) { throw_on_job_ = n; }
+  void fail_commits(int k) { commits_to_fail_ = k; }
+  void fail_commit_number(int n) { fail_commit_number_ = n; }
+  void hold_commits() {
+    std::lock_guard lock(mutex_);
+    hold_ = true;
+  }
+  void release_commits() {
+    {
+      std::lock_guard lock(mutex_);
+      hold_ = false;
+    }
+    cv_.notify_all();
+  }
+  std::atomic<int> op_delay_ms{0};
+  std::atomic<int> read_delay_ms{0};
+  std::atomic<int> commit_delay_ms{0};
+  std::atomic<bool> fail_reads{false};
+
+  // --- observation ---
+  std::atomic<int> begins{0};
+  std::atomic<int> commit_calls{0};
+  std::atomic<int> commits{0};  // successful
+  std::atomic<int> failed_commits{0};
+  std::atomic<int> rollbacks{0};
+  std::atomic<int> savepoints{0};
+  std::atomic<int> releases{0};
+  std::atomic<int> rollbacks_to_savepoint{0};
+  std::atomic<int> connections_opened{0};
+  std::atomic<int> commits_waiting{0};  // commit_batch() calls blocked by hold_commits()
+
+  // "<connection>:<call>", e.g. "0:begin", "0:savepoint", "1:events_after".
+  std::vector<std::string> calls() const {
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
+  // A copy of the committed state.
+  fake_data committed() const {
+    std::lock_guard lock(mutex_);
+    return data_;
+  }
+  // Ids of the committed events of a session, in log order.
+  std::vector<std::int64_t> committed_event_ids(std::string_view session_id) const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::int64_t> ids;
+    if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
+      for (const auto& b : it->second)
+        for (const auto& e : fake_split_frames(b.frames)) ids.push_back(e.id);
+    return ids;
+  }
+  bool event_committed(std::string_view session_id, std::int64_t id) const {
+    std::lock_guard lock(mutex_);
+    if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
+      for (const auto& b : it->second)
+        if (b.first_id <= id && id <= b.last_id) return true;
+    return false;
+  }
+  // Seeds committed state directly (test set-up).
+  template <class F>
+  void seed(F f) {
+    std::lock_guard lock(mutex_);
+    f(data_);
+  }
+
+  // A store_executor::connection_factory.
+  std::unique_ptr<core::store_connection> connect();
+  auto factory() {
+    return [this]() -> std::unique_ptr<core::store_connection> { return connect(); };
+  }
+
+ private:
+  friend class fake_connection;
+  void log(int connection, const char* call) {
+    std::lock_guard lock(mutex_);
+    calls_.push_back(std::to_string(connection) + ":" + call);
+  }
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  fake_data data_;
+  std::vector<std::string> calls_;
+  std::atomic<int> throw_on_job_{0};
+  std::atomic<int> commits_to_fail_{0};
+  std::atomic<int> fail_commit_number_{0};
+};
+
+class fake_connection final : public core::store_connection {
+ public:
+  fake_connection(fake_db& db, int index) : db_(db), index_(index) {}
+
+  int index() const { return index_; }  // creation order: the executor opens its writer first
+  bool in_batch() const { return working_ != nullptr; }
+  std::thread::id last_thread() const { return last_thread_; }
+
+  // --- transactions ---
+  void begin_batch() override {
+    db_.log(index_, "begin");
+    if (working_) throw core::store_error("fake: nested begin_batch");
+    ++db_.begins;
+    std::lock_guard lock(db_.mutex_);
+    working_ = std::make_unique<fake_data>(db_.data_);
+  }
+  void commit_batch() override {
+    db_.log(index_, "commit");
+    if (!working_) throw core::store_error("fake: commit without begin");
+    const int call = ++db_.commit_calls;
+    if (int ms = db_.commit_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    std::unique_lock lock(db_.mutex_);
+    if (db_.hold_) {
+      ++db_.commits_waiting;
+      db_.cv_.wait(lock, [&] { return !db_.hold_; });
+      --db_.commits_waiting;
+    }
+    if (int k = db_.commits_to_fail_.load(); k > 0 || call == db_.fail_commit_number_.load()) {
+      if (k > 0) db_.commits_to_fail_ = k - 1;
+      ++db_.failed_commits;
+      // SQLite keeps the transaction open after a failed COMMIT; the executor rolls back.
+      throw core::store_error("fake: injected commit failure");
+    }
+    db_.data_ = std::move(*working_);
+    working_.reset();
+    savepoints_.clear();
+    ++db_.commits;
+  }
+  void rollback_batch() override {
+    db_.log(index_, "rollback");
+    ++db_.rollbacks;
+    working_.reset();
+    savepoints_.clear();
+  }
+  void savepoint() override {
+    db_.log(index_, "savepoint");
+    if (!working_) throw core::store_error("fake: savepoint outside a batch");
+    const int job = ++db_.savepoints;
+    fail_this_job_ = job == db_.throw_on_job_.load();
+    savepoints_.push_back(*working_);
+  }
+  void release_savepoint() override {
+    db_.log(index_, "release");
+    if (savepoints_.empty()) throw core::store_error("fake: release without savepoint");
+    ++db_.releases;
+    savepoints_.pop_back();
+    fail_this_job_ = false;
+  }
+  void rollback_to_savepoint() override {
+    db_.log(index_, "rollback_to");
+    if (savepoints_.empty()) throw core::store_error("fake: rollback_to without savepoint");
+    ++db_.rollbacks_to_savepoint;
+    *working_ = savepoints_.back();
+  }
+
+  // --- sessions ---
+  void insert_session(const core::session_record& s) override {
+    write("insert_session", [&](fake_data& d) {
+      if (d.sessions.count(s.id)) throw core::store_error("fake: UNIQUE constraint failed: sessions.id");
+      d.sessions[s.id] = s;
+    });
+  }
+  std::optional<core::session_record> find_session(std::string_view id) override {
+    return read("find_session", [&](fake_data& d) -> std::optional<core::session_record> {
+      auto it = d.sessions.find(id);
+      if (it == d.sessions.end()) return std::nullopt;
+      auto s = it->second;
+      s.message_count = 0;
+      for (const auto& [mid, m] : d.messages)
+        if (m.session_id == id) ++s.message_count;
+      return s;
+    });
+  }
+  core::session_page list_sessions(const core::session_filter& f) override {
+    return read("list_sessions", [&](fake_data& d) {
+      std::vector<core::session_record> all;
+      for (const auto& [id, s] : d.sessions) {
+        if (f.status && s.status != *f.status) continue;
+        bool ok = true;
+        for (const auto& [k, v] : f.metadata) ok = ok && s.metadata.count(k) && s.metadata.at(k) == v;
+        for (const auto& [k, v] : f.scopes) ok = ok && s.scopes.count(k) && s.scopes.at(k) == v;
+        if (ok) all.push_back(s);
+      }
+      std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.created_at_ms > b.created_at_ms; });
+      core::session_page page;
+      page.total = static_cast<std::int64_t>(all.size());
+      for (std::int64_t i = f.offset; i < page.total && i < f.offset + f.limit; ++i)
+        page.sessions.push_back(all[static_cast<std::size_t>(i)]);
+      return page;
+    });
+  }
+  bool update_session(const core::session_record& s) override {
+    return write("update_session", [&](fake_data& d) {
+      auto it = d.sessions.find(s.id);
+      if (it == d.sessions.end()) return false;
+      it->second = s;
+      return true;
+    });
+  }
+  bool delete_session(std::string_view id) override {
+    return write("delete_session", [&](fake_data& d) {
+      auto it = d.sessions.find(id);
+      if (it == d.sessions.end()) return false;
+      std::erase_if(d.messages, [&](const auto& kv) { return kv.second.session_id == id; });
+      std::erase_if(d.checkpoints, [&](const auto& c) { return c.session_id == id; });
+      std::erase_if(d.idempotency, [&](const auto& kv) { return kv.first.first == id; });
+      if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
+      d.sessions.erase(it);
+      return true;
+    });
+  }
+  std::vector<std::string> all_session_ids() override {
+    return read("all_session_ids", [&](fake_data& d) {
+      std::vector<std::string> ids;
+      for (const auto& [id, s] : d.sessions) ids.push_back(id);
+      return ids;
+    });
+  }
+
+  // --- messages ---
+  core::message_page list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) override {
+    return read("list_messages", [&](fake_data& d) {
+      auto all = messages_of(d, session_id);
+      std::reverse(all.begin(), all.end());
+      core::message_page page;
+      page.total = static_cast<std::int64_t>(all.size());
+      for (std::int64_t i = offset; i < page.total && i < offset + limit; ++i)
+        page.messages.push_back(all[static_cast<std::size_t>(i)]);
+      return page;
+    });
+  }
+  std::vector<core::message_record> all_messages(std::string_view session_id) override {
+    return read("all_messages", [&](fake_data& d) { return messages_of(d, session_id); });
+  }
+  void upsert_message(const core::message_record& m) override {
+    write("upsert_message", [&](fake_data& d) { d.messages[m.id] = m; });
+  }
+  void delete_messages(std::string_view session_id) override {
+    write("delete_messages", [&](fake_data& d) {
+      std::erase_if(d.messages, [&](const auto& kv) { return kv.second.session_id == session_id; });
+    });
+  }
+
+  // --- checkpoints ---
+  void insert_checkpoint(const core::checkpoint_record& c) override {
+    write("insert_checkpoint", [&](fake_data& d) { d.checkpoints.push_back(c); });
+  }
+  std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override {
+    return read("latest_checkpoint", [&](fake_data& d) -> std::optional<core::checkpoint_record> {
+      std::optional<core::checkpoint_record> best;
+      for (const auto& c : d.checkpoints)
+        if (c.thread_id == thread_id && (!best || c.version > best->version)) best = c;
+      return best;
+    });
+  }
+
+  // --- event log ---
+  void append_events(const core::event_batch_record& batch) override {
+    write("append_events", [&](fake_data& d) {
+      d.event_batches[batch.session_id].push_back(batch);
+      if (auto it = d.sessions.find(batch.session_id); it != d.sessions.end())
+        it->second.last_event_id = std::max(it->second.last_event_id, batch.last_id);
+    });
+  }
+  std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override {
+    return read("events_after", [&](fake_data& d) {
+      std::vector<core::stored_event> out;
+      auto it = d.event_batches.find(session_id);
+      if (it == d.event_batches.end()) return out;
+      auto batches = it->second;
+      std::sort(batches.begin(), batches.end(), [](const auto& a, const auto& b) { return a.first_id < b.first_id; });
+      for (const auto& b : batches) {
+        if (b.last_id <= after_id) continue;
+        for (auto& e : fake_split_frames(b.frames)) {
+          if (out.size() >= limit) return out;
+          if (e.id > after_id) out.push_back(std::move(e));
+        }
+      }
+      return out;
+    });
+  }
+  std::int64_t oldest_event_id(std::string_view session_id) override {
+    return read("oldest_event_id", [&](fake_data& d) -> std::int64_t {
+      auto it = d.event_batches.find(session_id);
+      if (it == d.event_batches.end() || it->second.empty()) return 0;
+      std::int64_t oldest = it->second.front().first_id;
+      for (const auto& b : it->second) oldest = std::min(oldest, b.first_id);
+      return oldest;
+    });
+  }
+  void trim_events(std::string_view session_id, std::int64_t keep_from_id) override {
+    write("trim_events", [&](fake_data& d) {
+      if (auto it = d.event_batches.find(session_id); it != d.event_batches.end())
+        std::erase_if(it->second, [&](const auto& b) { return b.last_id < keep_from_id; });
+    });
+  }
+
+  // --- idempotency keys ---
+  std::optional<core::idempotency_record> find_idempotency_key(std::string_view session_id, std::string_view key) override {
+    return read("find_idempotency_key", [&](fake_data& d) -> std::optional<core::idempotency_record> {
+      auto it = d.idempotency.find({std::string(session_id), std::string(key)});
+      if (it == d.idempotency.end()) return std::nullopt;
+      return it->second;
+    });
+  }
+  void insert_idempotency_key(const core::idempotency_record& r) override {
+    write("insert_idempotency_key", [&](fake_data& d) {
+      if (!d.idempotency.emplace(std::pair{r.session_id, r.key}, r).second)
+        throw core::store_error("fake: UNIQUE constraint failed: idempotency_keys");
+    });
+  }
+  void purge_idempotency_keys(std::int64_t older_than_ms) override {
+    write("purge_idempotency_keys", [&](fake_data& d) {
+      std::erase_if(d.idempotency, [&](const auto& kv) { return kv.second.created_at_ms < older_than_ms; });
+    });
+  }
+
+ private:
+  static std::vector<core::message_record> messages_of(const fake_data& d, std::string_view session_id) {
+    std::vector<core::message_record> out;
+    for (const auto& [id, m] : d.messages)
+      if (m.session_id == session_id) out.push_back(m);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    return out;
+  }
+
+  // Common prologue of every data operation: log, delay, injected failures.
+  void enter(const char* call) {
+    db_.log(index_, call);
+    last_thread_ = std::this_thread::get_id();
+    if (int ms = db_.op_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    if (!working_) {
+      if (int ms = db_.read_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      if (db_.fail_reads.load()) throw core::store_error(std::string("fake: injected read failure in ") + call);
+    }
+    if (fail_this_job_) throw core::store_error(std::string("fake: injected job failure in ") + call);
+  }
+  template <class F>
+  std::invoke_result_t<F&, fake_data&> read(const char* call, F f) {
+    enter(call);
+    if (working_) return f(*working_);
+    std::lock_guard lock(db_.mutex_);
+    return f(db_.data_);
+  }
+  template <class F>
+  std::invoke_result_t<F&, fake_data&> write(const char* call, F f) {
+    return read(call, std::move(f));  // autocommit outside a batch: applied to the committed state at once
+  }
+
+  fake_db& db_;
+  int index_;
+  std::unique_ptr<fake_data> working_;  // set between begin_batch and commit/rollback
+  std::vector<fake_data> savepoints_;
+  bool fail_this_job_ = false;
+  std::thread::id last_thread_;
+};
+
+inline std::unique_ptr<core::store_connection> fake_db::connect() {
+  return std::make_unique<fake_connection>(*this, connections_opened++);
+}
+
+}  // namespace agw::test
