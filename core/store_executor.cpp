@@ -30,8 +30,10 @@ void store_executor::push(queue& q, job j) {
     std::unique_lock lock(q.mutex);
     if (!stopping_ && q.jobs.size() < opts_.queue_capacity) {
       q.jobs.push_back(std::move(j));
+      const bool was_empty = q.jobs.size() == 1;
       lock.unlock();
-      q.ready.notify_one();
+      // A busy consumer drains the whole queue anyway: wake it only when it may be asleep.
+      if (was_empty || &q == &reads_) q.ready.notify_one();
       return;
     }
   }
@@ -46,12 +48,22 @@ void store_executor::push(queue& q, job j) {
 void store_executor::writer_loop(store_connection& c) {
   std::vector<job> batch;
   std::vector<std::exception_ptr> errors;
+  auto last_commit = std::chrono::steady_clock::now() - opts_.min_commit_interval;
   for (;;) {
     batch.clear();
     {
       std::unique_lock lock(writes_.mutex);
       writes_.ready.wait(lock, [&] { return stopping_ || !writes_.jobs.empty(); });
       if (writes_.jobs.empty()) return;  // stopping and drained
+      // Group commit under load: at most one commit per interval, so jobs arriving
+      // meanwhile share it. After a quiet spell the first job commits at once.
+      const auto due = last_commit + opts_.min_commit_interval;
+      if (!stopping_ && writes_.jobs.size() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
+        lock.unlock();
+        std::this_thread::sleep_until(due);
+        lock.lock();
+      }
+      last_commit = std::chrono::steady_clock::now();
       while (!writes_.jobs.empty() && batch.size() < opts_.max_batch) {
         batch.push_back(std::move(writes_.jobs.front()));
         writes_.jobs.pop_front();

@@ -14,6 +14,7 @@
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/post.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -42,6 +43,9 @@ class store_executor {
     std::size_t readers = 2;
     std::size_t queue_capacity = 100'000;  // per queue
     std::size_t max_batch = 1024;          // jobs per write transaction
+    // Under load, commits are at least this far apart (jobs wait up to this long
+    // to share a commit); an idle writer commits a new job at once.
+    std::chrono::microseconds min_commit_interval{1000};
   };
 
   store_executor(connection_factory make_connection, options opts);

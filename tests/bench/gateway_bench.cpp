@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,23 +50,28 @@ void print_help(std::FILE* out) {
                "\n"
                "Measures the agent-gateway over HTTP/1.1 keep-alive connections to 127.0.0.1.\n"
                "By default it starts the server itself (GATEWAY_PORT=0, a temporary database,\n"
-               "GATEWAY_LOG_LEVEL=warn), reads the port from its stdout, reports the server's\n"
-               "CPU time per measurement and its peak RSS, and stops it by PID (SIGTERM, then\n"
-               "SIGKILL after 10 s).\n"
+               "GATEWAY_LOG_LEVEL=warn, GATEWAY_SSE_HEARTBEAT_INTERVAL=15; --server-env wins),\n"
+               "reads the port from its stdout, reports the server's CPU time per measurement\n"
+               "and its peak RSS, and stops it by PID (SIGTERM, then SIGKILL after 10 s).\n"
                "\n"
                "options:\n"
                "  --scenario NAME        scenario to run (default: sessions)\n"
-               "  --connections LIST     comma-separated connection counts (default: 1,64)\n"
+               "  --connections LIST     comma-separated connection counts, at most 1000\n"
+               "                         (default: 1,64; streams: 100,1000)\n"
                "  --seconds S            duration of each measurement (default: 5, max 60)\n"
                "  --requests N           end each measurement after N requests instead\n"
                "                         (still capped at 60 s)\n"
                "  --repeat R             runs per measurement; the median is reported (default: 3)\n"
-               "  --warmup S             untimed warm-up per connection count (default: 0.5; 0 = none)\n"
+               "  --warmup S             untimed warm-up per connection count (default: 0.5; 0 = none;\n"
+               "                         streams: one untimed run of up to 100 streams unless 0)\n"
                "  --client-threads N     client io threads, 1 or 2 (default: 1)\n"
                "  --timeout-ms MS        per-request timeout, counted as an error (default: 5000)\n"
                "  --binary PATH          server to start (default: %s)\n"
                "  --server-env KEY=VAL   extra environment for the started server (repeatable),\n"
                "                         e.g. --server-env GATEWAY_IO_THREADS=1\n"
+               "  --tokens K             streams: tokens per run, config.mock.tokens (default: 200)\n"
+               "  --rates LIST           streams: comma-separated token rates per stream, 'max' (no\n"
+               "                         tokens_per_second) or tokens/s (default: max,20)\n"
                "  --port N               drive a server already listening on 127.0.0.1:N instead\n"
                "                         (no CPU or RSS figures then)\n"
                "  --help                 this text\n"
@@ -81,6 +87,15 @@ void print_help(std::FILE* out) {
                "p99 latency in microseconds (2xx only, send to full answer), errors (non-2xx or\n"
                "I/O error), server CPU seconds (utime+stime) and server CPU per request; each\n"
                "run's figure and the median of the runs. Defaults take about 70 s.\n"
+               "streams: per (rate, connections) delivered events/s (all frames / first POST to\n"
+               "last done), time to first token p50/p99, for a set rate the drift of each token\n"
+               "from its schedule (first token + i/R) p50/p99 and the inter-token gap p99, server\n"
+               "CPU and CPU us per event (= CPU s per million events), server peak RSS (VmHWM,\n"
+               "reset before each run), client CPU, and how long the server's and the client's\n"
+               "threads sat runnable without a CPU (rqwait: the machine's share of the latencies).\n"
+               "Errors are streams that were not 200, had no done, an error event, ids that were\n"
+               "not consecutive, or not K tokens. Defaults take about 2 minutes; a rate-limited\n"
+               "run lasts at least K/R s (--repeat 1 shortens it).\n"
                "\n"
                "exit status: 0 ok; %d bad arguments; %d the server failed to start or died;\n"
                "%d more than 1%% of requests failed; %d interrupted; 1 other failure.\n",
@@ -136,6 +151,7 @@ bench_options parse_options(int argc, char** argv, bool& help) {
       o.scenario = value;
     } else if (flag == "--connections") {
       o.connections.clear();
+      o.connections_given = true;
       std::stringstream list(value);
       for (std::string item; std::getline(list, item, ',');)
         o.connections.push_back(static_cast<unsigned>(parse_unsigned("--connections", item, 1, 1000)));
@@ -158,13 +174,40 @@ bench_options parse_options(int argc, char** argv, bool& help) {
       auto eq = value.find('=');
       if (eq == std::string::npos || eq == 0) throw usage_error("--server-env wants KEY=VALUE, got '" + value + "'");
       o.server_env[value.substr(0, eq)] = value.substr(eq + 1);
+    } else if (flag == "--tokens") {
+      o.tokens = static_cast<unsigned>(parse_unsigned(flag, value, 1, 100000));
+    } else if (flag == "--rates") {
+      o.rates.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');)
+        o.rates.push_back(item == "max" ? 0.0 : parse_seconds("--rates (tokens/s, or max)", item, 0.1, 100000));
+      if (o.rates.empty()) throw usage_error("--rates needs at least one rate");
     } else if (flag == "--port") {
       o.port = static_cast<std::uint16_t>(parse_unsigned(flag, value, 1, 65535));
     } else {
       throw usage_error("unknown option '" + flag + "' (see --help)");
     }
   }
+  if (!o.connections_given) {
+    const scenario* s = find_scenario(o.scenario);
+    if (s && !s->default_connections.empty()) {
+      o.connections.clear();
+      std::stringstream list{std::string(s->default_connections)};
+      for (std::string item; std::getline(list, item, ',');) o.connections.push_back(static_cast<unsigned>(std::stoul(item)));
+    }
+  }
   return o;
+}
+
+// Every stream is a socket on both sides: 1000 of them pass the usual soft limit
+// of 1024. The started server inherits the raised limit too.
+void raise_open_files_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  const auto before = r.rlim_cur;
+  r.rlim_cur = r.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+    std::fprintf(stderr, "gateway_bench: could not raise RLIMIT_NOFILE from %llu\n", static_cast<unsigned long long>(before));
 }
 
 void install_signal_handlers() {
@@ -220,6 +263,7 @@ int run(int argc, char** argv) {
   }
   const scenario* chosen = find_scenario(options.scenario);
   install_signal_handlers();
+  raise_open_files_limit();
 
   std::unique_ptr<server_process> server;
   bench_target target;
@@ -243,8 +287,9 @@ int run(int argc, char** argv) {
     std::printf("started %s: pid %d, 127.0.0.1:%u\n", options.binary.c_str(), static_cast<int>(server->pid()), target.port);
   }
 
-  std::string per_measurement = options.requests ? std::to_string(options.requests) + " requests (max 60 s)"
-                                                 : std::to_string(options.seconds).substr(0, 4) + " s";
+  std::string per_measurement = chosen->describe ? chosen->describe(options)
+                                 : options.requests ? std::to_string(options.requests) + " requests (max 60 s)"
+                                                    : std::to_string(options.seconds).substr(0, 4) + " s";
   std::printf("scenario %.*s: %s per measurement, %u run(s), %u client thread(s), connections", static_cast<int>(chosen->name.size()),
               chosen->name.data(), per_measurement.c_str(), options.repeat, options.client_threads);
   for (auto c : options.connections) std::printf(" %u", c);
@@ -278,11 +323,11 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "gateway_bench: %.3f%% of requests failed (limit 1%%)\n", ratio * 100.0);
     code = exit_too_many_errors;
   }
+  if (code == 0 && interrupted.load()) code = exit_interrupted;
   if (code == 0 && total == 0) {
     std::fprintf(stderr, "gateway_bench: no request was measured\n");
     code = 1;
   }
-  if (code == 0 && interrupted.load()) code = exit_interrupted;
   return code;
 }
 

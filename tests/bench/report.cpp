@@ -51,8 +51,15 @@ void report::add(measurement m) {
   rows_.push_back(std::move(m));
 }
 
+void report::add_quietly(measurement m) { rows_.push_back(std::move(m)); }
+
 void report::print_summary(std::string_view title) const {
   std::fprintf(out_, "\n== %.*s ==\n", static_cast<int>(title.size()), title.data());
+  if (table_) {
+    table_(out_);
+    std::fflush(out_);
+    return;
+  }
   print_header(out_);
   // Groups in order of first appearance, so the table follows the order the scenario ran.
   std::vector<std::pair<std::string, unsigned>> groups;

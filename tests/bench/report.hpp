@@ -6,9 +6,11 @@
 // the headline figure.
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace agw::bench {
@@ -33,6 +35,12 @@ class report {
   explicit report(std::FILE* out) : out_(out) {}
 
   void add(measurement m);
+  // Keeps the row for the totals (and the exit status) without the request-style
+  // progress line: for scenarios whose figures are not requests/s (streams).
+  void add_quietly(measurement m);
+  // Replaces the generic (operation, connections) table in print_summary with the
+  // scenario's own; set it early so a run cut short still prints what it measured.
+  void set_table(std::function<void(std::FILE*)> print_table) { table_ = std::move(print_table); }
   void print_summary(std::string_view title) const;
 
   std::uint64_t total_requests() const;
@@ -41,6 +49,7 @@ class report {
  private:
   std::FILE* out_;
   std::vector<measurement> rows_;
+  std::function<void(std::FILE*)> table_;
 };
 
 double median(std::vector<double> values);

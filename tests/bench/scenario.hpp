@@ -21,6 +21,7 @@ namespace agw::bench {
 struct bench_options {
   std::string scenario = "sessions";
   std::vector<unsigned> connections{1, 64};
+  bool connections_given = false;  // false: the scenario's default_connections apply
   double seconds = 5.0;        // per measurement
   std::uint64_t requests = 0;  // per measurement; 0: --seconds decides
   unsigned repeat = 3;
@@ -30,6 +31,9 @@ struct bench_options {
   std::optional<std::uint16_t> port;  // drive an already-running server
   std::string binary;
   server_process::env_map server_env;  // extra GATEWAY_* for a started server
+  // streams: tokens per run, and the token rates to run (0 = as fast as possible).
+  unsigned tokens = 200;
+  std::vector<double> rates{0.0, 20.0};
 };
 
 // What a scenario drives. server is null with --port: no CPU or RSS figures then.
@@ -47,6 +51,10 @@ struct scenario {
   std::string_view name;
   std::string_view summary;  // one line for --help
   void (*run)(const bench_options& options, bench_target& target, report& out);
+  // Connection counts when --connections is not given ("" keeps bench_options' own).
+  std::string_view default_connections = "";
+  // What one measurement is, for the start-up line; null: the request-count/seconds text.
+  std::string (*describe)(const bench_options& options) = nullptr;
 };
 
 std::span<const scenario> scenarios();
@@ -54,5 +62,7 @@ const scenario* find_scenario(std::string_view name);
 
 // Scenario entry points (one file each).
 void run_sessions_scenario(const bench_options& options, bench_target& target, report& out);
+void run_streams_scenario(const bench_options& options, bench_target& target, report& out);
+std::string describe_streams_scenario(const bench_options& options);
 
 }  // namespace agw::bench

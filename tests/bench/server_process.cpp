@@ -1,5 +1,6 @@
 #include "tests/bench/server_process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -45,9 +47,10 @@ std::vector<std::string> child_environment(const server_process::env_map& extra)
 
 int decode_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status); }
 
-// One line of /proc/<pid>/stat split after the command name, which may hold spaces.
-std::optional<std::vector<std::string>> proc_stat_fields(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+// One line of /proc/<pid>/stat (or /proc/<pid>/task/<tid>/stat) split after the
+// command name, which may hold spaces.
+std::optional<std::vector<std::string>> proc_stat_fields(const std::string& path) {
+  std::ifstream in(path);
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
   auto close_paren = line.rfind(')');
@@ -69,6 +72,9 @@ server_process::server_process(std::filesystem::path binary, env_map extra_env, 
   extra_env["GATEWAY_PORT"] = "0";
   extra_env["GATEWAY_DB_PATH"] = (dir_ / "gateway.db").string();
   extra_env.emplace("GATEWAY_LOG_LEVEL", "warn");  // request logging would dominate the figures
+  // Pinned rather than left to the server's default, so stream figures stay comparable
+  // across versions; --server-env overrides it.
+  extra_env.emplace("GATEWAY_SSE_HEARTBEAT_INTERVAL", "15");
   auto env = child_environment(extra_env);
 
   // Everything the child needs is built before fork: only async-signal-safe calls after it.
@@ -150,11 +156,50 @@ bool server_process::running() {
 
 std::optional<double> server_process::cpu_seconds() const {
   if (pid_ <= 0 || exit_status_) return std::nullopt;
-  auto fields = proc_stat_fields(pid_);
+  auto fields = proc_stat_fields("/proc/" + std::to_string(pid_) + "/stat");
   // After "pid (comm)": state is field 3, utime 14, stime 15 → indices 11 and 12 here.
   if (!fields || fields->size() < 13) return std::nullopt;
   double ticks = std::stod((*fields)[11]) + std::stod((*fields)[12]);
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+bool server_process::reset_peak_rss() const {
+  if (pid_ <= 0 || exit_status_) return false;
+  std::ofstream out("/proc/" + std::to_string(pid_) + "/clear_refs");
+  if (!out) return false;
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+std::vector<server_process::thread_sample> server_process::thread_samples() const {
+  std::vector<thread_sample> out;
+  if (pid_ <= 0 || exit_status_) return out;
+  const std::string task = "/proc/" + std::to_string(pid_) + "/task";
+  DIR* dir = opendir(task.c_str());
+  if (!dir) return out;
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string base = task + "/" + e->d_name;
+    auto fields = proc_stat_fields(base + "/stat");
+    if (!fields || fields->size() < 13) continue;
+    thread_sample t;
+    t.tid = static_cast<pid_t>(std::atol(e->d_name));
+    t.cpu_seconds = (std::stod((*fields)[11]) + std::stod((*fields)[12])) / hz;
+    // schedstat: ns on a CPU, ns waiting on a run queue, timeslices. On a shared
+    // machine the second tells "slow" from "starved".
+    std::ifstream sched(base + "/schedstat");
+    double on_cpu_ns = 0, waiting_ns = 0;
+    if (sched >> on_cpu_ns >> waiting_ns) t.runqueue_wait_seconds = waiting_ns / 1e9;
+    std::ifstream io(base + "/io");
+    for (std::string line; std::getline(io, line);)
+      if (line.starts_with("write_bytes:")) t.write_bytes = std::stoull(line.substr(12));
+    out.push_back(t);
+  }
+  closedir(dir);
+  std::sort(out.begin(), out.end(), [](const thread_sample& a, const thread_sample& b) { return a.tid < b.tid; });
+  return out;
 }
 
 std::optional<long> server_process::peak_rss_kib() const {

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace agw::bench {
 
@@ -33,6 +34,18 @@ class server_process {
   std::optional<double> cpu_seconds() const;
   // VmHWM (peak resident set) in KiB; nullopt once it is gone.
   std::optional<long> peak_rss_kib() const;
+  // Sets VmHWM back to the current RSS (writes 5 to /proc/PID/clear_refs), so the
+  // next peak_rss_kib() is the peak of what ran in between; false when refused.
+  bool reset_peak_rss() const;
+
+  // CPU per server thread (the threads are unnamed: tid order is creation order).
+  struct thread_sample {
+    pid_t tid = 0;
+    double cpu_seconds = 0.0;             // utime + stime
+    double runqueue_wait_seconds = 0.0;   // /proc/.../schedstat: runnable, but no CPU free
+    std::uint64_t write_bytes = 0;        // /proc/.../io: storage writes (the SQLite writer's)
+  };
+  std::vector<thread_sample> thread_samples() const;  // sorted by tid; empty once gone
 
   // SIGTERM, then SIGKILL when it has not exited within grace. Returns the exit
   // status (or -signal); idempotent.
