@@ -102,18 +102,18 @@ TEST_CASE("runs: the offline rebuild command and the start-up repair restore the
   SUBCASE("offline rebuild --session") {
     REQUIRE(sqlite3_exec(gw.db_path(), corruption(sid)).first == 0);
     REQUIRE(projection_dump(gw.db_path(), sid) != rows);
-    auto [status, out] = run_gateway_command({"rebuild", "--session", sid}, {{"GATEWAY_DB_PATH", gw.db_path()}});
+    auto [status, out, timed_out] = run_gateway_command({"rebuild", "--session", sid}, {{"GATEWAY_DB_PATH", gw.db_path()}});
     INFO("rebuild output: " << out);
     CHECK(status == 0);
     CHECK(projection_dump(gw.db_path(), sid) == rows);  // fixed by the command itself, before any start-up
 
-    auto [bad_status, bad_out] = run_gateway_command({"rebuild", "--session", unknown_session}, {{"GATEWAY_DB_PATH", gw.db_path()}});
+    auto [bad_status, bad_out, bad_timed_out] = run_gateway_command({"rebuild", "--session", unknown_session}, {{"GATEWAY_DB_PATH", gw.db_path()}});
     INFO("unknown session output: " << bad_out);
     CHECK(bad_status != 0);
   }
   SUBCASE("offline rebuild --all") {
     REQUIRE(sqlite3_exec(gw.db_path(), corruption(sid)).first == 0);
-    auto [status, out] = run_gateway_command({"rebuild", "--all"}, {{"GATEWAY_DB_PATH", gw.db_path()}});
+    auto [status, out, timed_out] = run_gateway_command({"rebuild", "--all"}, {{"GATEWAY_DB_PATH", gw.db_path()}});
     INFO("rebuild output: " << out);
     CHECK(status == 0);
     CHECK(projection_dump(gw.db_path(), sid) == rows);

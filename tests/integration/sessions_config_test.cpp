@@ -51,7 +51,7 @@ TEST_CASE("a bad setting stops start-up with a message naming it") {
     for (const auto& a : c.args) label += a + " ";
     for (const auto& [k, v] : c.env) label += k + "=" + v + " ";
     INFO("run: " << label);
-    auto r = run_gateway_bounded(c.args, c.env, 10s);
+    auto r = run_gateway_command(c.args, c.env, 10s);
     INFO("output: " << r.output);
     CHECK_FALSE(r.timed_out);
     CHECK(r.status > 0);  // a non-zero exit, not a crash by signal
@@ -62,16 +62,16 @@ TEST_CASE("a bad setting stops start-up with a message naming it") {
 
 TEST_CASE("run_gateway_command reports a bad value and a non-zero exit") {
   // The shared helper has no deadline; only values that stop the binary at once are passed.
-  auto [status, output] = run_gateway_command({}, {{"GATEWAY_PORT", "abc"}});
+  auto [status, output, timed_out] = run_gateway_command({}, {{"GATEWAY_PORT", "abc"}});
   CHECK(status != 0);
   CHECK(output.find("GATEWAY_PORT") != std::string::npos);
-  auto [status2, output2] = run_gateway_command({"--bogus"}, {});
+  auto [status2, output2, timed_out2] = run_gateway_command({"--bogus"}, {});
   CHECK(status2 != 0);
   CHECK(output2.find("--bogus") != std::string::npos);
 }
 
 TEST_CASE("--help exits 0 and lists the settings of the contract") {
-  auto r = run_gateway_bounded({"--help"}, {}, 10s);
+  auto r = run_gateway_command({"--help"}, {}, 10s);
   CHECK_FALSE(r.timed_out);
   CHECK(r.status == 0);
   for (const char* name : {"GATEWAY_HOST", "GATEWAY_PORT", "GATEWAY_DB_PATH", "GATEWAY_SSE_RETRY_INTERVAL",
@@ -81,7 +81,7 @@ TEST_CASE("--help exits 0 and lists the settings of the contract") {
     INFO("setting " << name);
     CHECK(r.output.find(name) != std::string::npos);
   }
-  auto [status, output] = run_gateway_command({"--help"}, {});
+  auto [status, output, timed_out] = run_gateway_command({"--help"}, {});
   CHECK(status == 0);
   CHECK(output.find("GATEWAY_PORT") != std::string::npos);
 }

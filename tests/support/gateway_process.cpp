@@ -140,20 +140,39 @@ std::string gateway_process::stderr_text() {
   return ss.str();
 }
 
-std::pair<int, std::string> run_gateway_command(const std::vector<std::string>& args, const gateway_process::env_map& env) {
+command_result run_gateway_command(const std::vector<std::string>& args, const gateway_process::env_map& env,
+                                   std::chrono::milliseconds deadline) {
   temp_dir dir;
+  gateway_process::env_map full{{"GATEWAY_PORT", "0"},
+                                {"GATEWAY_HOST", "127.0.0.1"},
+                                {"GATEWAY_DB_PATH", (dir.path() / "gateway.db").string()}};
+  for (const auto& [k, v] : env) full[k] = v;
   auto log = (dir.path() / "out.log").string();
   int out = -1;
-  pid_t pid = spawn(args, environment_with(env), out, log);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(out, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  pid_t pid = spawn(args, environment_with(full), out, log);
+  command_result result;
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      result.timed_out = true;
+      break;
+    }
+    pollfd p{out, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[4096];
+    auto n = read(out, buf, sizeof buf);
+    if (n <= 0) break;
+    result.output.append(buf, static_cast<std::size_t>(n));
+  }
   close(out);
-  int status = wait_status(pid);
+  if (result.timed_out) ::kill(pid, SIGKILL);
+  result.status = wait_status(pid);
   std::ifstream in(log);
   std::stringstream ss;
   ss << in.rdbuf();
-  return {status, text + ss.str()};
+  result.output += ss.str();
+  return result;
 }
 
 }  // namespace agw::test

@@ -3,6 +3,7 @@
 // its database in a temporary directory, and stops it by its own PID.
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -50,7 +51,16 @@ class gateway_process {
   std::uint16_t port_ = 0;
 };
 
-// Runs the binary to completion with args and env; returns {exit status, stdout+stderr}.
-std::pair<int, std::string> run_gateway_command(const std::vector<std::string>& args, const gateway_process::env_map& env);
+struct command_result {
+  int status = -1;     // exit status, or -signal
+  std::string output;  // stdout and stderr
+  bool timed_out = false;
+};
+
+// Runs the binary with args and env (a temporary database and port 0 unless env
+// says otherwise) and waits for it to exit; at the deadline it is killed by its
+// PID, so a bad value the server wrongly accepts fails a test instead of hanging it.
+command_result run_gateway_command(const std::vector<std::string>& args, const gateway_process::env_map& env,
+                                   std::chrono::milliseconds deadline = std::chrono::seconds(20));
 
 }  // namespace agw::test
