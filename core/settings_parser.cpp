@@ -1,6 +1,7 @@
 #include "core/settings_parser.hpp"
 
 #include <charconv>
+#include <set>
 #include <cmath>
 #include <sstream>
 #include <string_view>
@@ -184,8 +185,13 @@ const option* find_option(std::string_view name) {
 
 parse_result parse_command_line(const std::vector<std::string>& args, const env_lookup& env) {
   command_line out;
+  // A setting given as a flag ignores its variable entirely (even a bad one).
+  std::set<std::string, std::less<>> flagged;
+  for (const auto& a : args)
+    if (a.starts_with("--")) flagged.insert(a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2));
   // Variables first, so that flags applied afterwards win.
   for (const auto& o : options()) {
+    if (flagged.contains(o.name)) continue;
     auto value = env(env_name(o.name));
     if (!value) continue;
     if (auto err = o.apply(out.config, *value); !err.empty())

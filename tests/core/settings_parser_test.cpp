@@ -242,6 +242,10 @@ TEST_CASE("settings_parser: a flag wins over its variable") {
   CHECK(r.value->config.port == 9001);
   CHECK(r.value->config.log_level == "debug");
   CHECK(r.value->config.host == "10.0.0.1");  // no flag: the variable applies
+  // A flag wins even over a bad variable: the variable is not read at all.
+  const auto bad_env = parse({"--port=9001"}, {{"GATEWAY_PORT", "abc"}});
+  REQUIRE_MESSAGE(bad_env.value, bad_env.error);
+  CHECK(bad_env.value->config.port == 9001);
   // The last of repeated flags wins.
   const auto twice = parse({"--port=1", "--port", "2"});
   REQUIRE(twice.value);
