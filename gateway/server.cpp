@@ -8,6 +8,7 @@ namespace agw::gateway {
 
 server::server(const core::settings& config, core::store_executor& store)
     : config_(config),
+      stats_(),
       ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
       tools_(core::make_builtin_tools()),
       tool_runner_(tools_, 2, config.tool_timeout),
@@ -64,8 +65,13 @@ void server::finish_drain() {
   auto poll = std::make_shared<net::steady_timer>(ioc_);
   auto check = std::make_shared<std::function<void()>>();
   *check = [this, poll, check, deadline] {
-    if (stats_.runs_live.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
-      if (stats_.runs_live.load() > 0) spdlog::warn("drain deadline reached with {} live runs", stats_.runs_live.load());
+    // Done when every run has ended and every stream has written its last frame (followers
+    // were closed when the drain began), or at the deadline.
+    const bool idle = stats_.runs_live.load() == 0 && stats_.sse_streams_open.load() == 0;
+    if (idle || std::chrono::steady_clock::now() >= deadline) {
+      if (!idle)
+        spdlog::warn("drain deadline reached with {} live runs and {} open streams", stats_.runs_live.load(),
+                     stats_.sse_streams_open.load());
       ioc_.stop();
       *check = nullptr;  // break the self-reference
       return;

@@ -30,8 +30,9 @@ class server {
   void finish_drain();
 
   const core::settings& config_;
-  net::io_context ioc_;
+  // Declared before the io_context: coroutine frames destroyed with it still touch the counters.
   core::metrics stats_;
+  net::io_context ioc_;
   core::tool_registry tools_;
   core::tool_runner tool_runner_;
   core::session_hub hub_;

@@ -183,6 +183,10 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                     net::bind_executor(strand_, [self = shared_from_this(), sub, after_id, info, on_replay](
                                                     std::exception_ptr error, std::pair<std::int64_t, std::vector<stored_event>> result) mutable {
                       if (self->closed_) return;
+                      // The client left during the read: stop paging through the log for it.
+                      if (std::none_of(self->subscribers_.begin(), self->subscribers_.end(),
+                                       [&](const subscription& s) { return s.sub == sub; }))
+                        return;
                       if (error) {
                         // Without the log the replay cannot be complete: end the stream, the client retries.
                         self->unsubscribe(sub.get());
@@ -253,6 +257,8 @@ void session_channel::release_ring_if_idle() {
 void session_channel::set_live_run(std::shared_ptr<run> r) {
   run_ = std::move(r);
   publish_snapshot();
+  // Deleted while a run was only reserved (it never published): nothing else will close us.
+  if (!run_ && deleting_ && pending_.empty() && !in_flight_) close_now();
 }
 
 void session_channel::close() {

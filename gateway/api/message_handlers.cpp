@@ -1,5 +1,7 @@
 // POST/GET /sessions/{id}/messages, POST /sessions/{id}/abort, POST /sessions/{id}/rebuild.
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
@@ -77,6 +79,20 @@ struct started_run {
   std::optional<core::idempotency_record> existing_key;  // a concurrent POST won the same key
 };
 
+// The key's row, waiting briefly for a concurrent POST's user-message commit to land.
+awaitable<std::optional<core::idempotency_record>> wait_for_key(app_context& app, const std::string& session_id,
+                                                                const std::string& key) {
+  net::steady_timer pause(co_await net::this_coro::executor);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto find_key = [session_id, key](core::store_connection& c) { return c.find_idempotency_key(session_id, key); };
+    auto found = co_await app.store.async_read(std::move(find_key), net::use_awaitable);
+    if (found) co_return found;
+    pause.expires_after(std::chrono::milliseconds(10));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
+  co_return std::nullopt;
+}
+
 }  // namespace
 
 awaitable<handler_result> post_message(request_context& ctx) {
@@ -107,7 +123,19 @@ awaitable<handler_result> post_message(request_context& ctx) {
   };
   auto reserving = net::co_spawn(channel->strand(), reserve(), net::use_awaitable);
   auto reserved = co_await std::move(reserving);
-  if (!reserved.created) throw conflict(session.id, reserved.live_run_id);
+  if (!reserved.created) {
+    // A retry racing its original (same key, sent before the original's key row
+    // committed) attaches to it rather than meeting the 409.
+    if (key) {
+      auto attach = co_await wait_for_key(app, session.id, *key);
+      if (attach) {
+        if (attach->content_hash != hash)
+          throw api_error(error_code::idempotency_mismatch, "this Idempotency-Key was used with different content");
+        co_return co_await attach_run_stream(ctx, session, attach->run_id, attach->first_event_id);
+      }
+    }
+    throw conflict(session.id, reserved.live_run_id);
+  }
   auto run = reserved.created;
 
   // The user message is durable (checkpoint + projection + idempotency key) before any byte of the answer.

@@ -69,6 +69,9 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
       case stream_plan::end::at_run_done:
         opts.until_run = plan.run_id;
         out.run_id = plan.run_id;
+        // A run that already ended ends its replay at the last event even if retention
+        // dropped its done.
+        if (auto live = channel->live_run(); !live || live->id() != plan.run_id) opts.until_id = out.last_event_id;
         break;
       case stream_plan::end::after_replay_or_live_run:
         if (auto live = channel->live_run()) {

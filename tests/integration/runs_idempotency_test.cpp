@@ -144,3 +144,27 @@ TEST_CASE("runs: an Idempotency-Key retry is replayed from the durable log, also
                         {{"Content-Type", "application/json"}, {"Idempotency-Key", "durable-key"}}),
               422, "idempotency_mismatch");
 }
+
+TEST_CASE("runs: two POSTs racing with one Idempotency-Key share one run") {
+  gateway_process gw;
+  auto sid = create_mock_session(gw.port(), R"({"tokens":20,"tokens_per_second":100})");
+  for (int trial = 0; trial < 5; ++trial) {
+    CAPTURE(trial);
+    const std::string key = "race-" + std::to_string(trial);
+    // Both requests are on the wire before either answer head is read.
+    auto first = std::make_unique<sse_reader>(gw.port());
+    auto second = std::make_unique<sse_reader>(gw.port());
+    const header_list headers{{"Content-Type", "application/json"}, {"Idempotency-Key", key}};
+    first->send_only("POST", messages_path(sid), message_body("same"), headers);
+    second->send_only("POST", messages_path(sid), message_body("same"), headers);
+    first->read_head_now();
+    second->read_head_now();
+    REQUIRE(first->head.status == 200);
+    REQUIRE(second->head.status == 200);
+    CHECK(first->head.header("X-Run-Id") == second->head.header("X-Run-Id"));
+    CHECK(first->read_to_end(20s));
+    CHECK(second->read_to_end(20s));
+  }
+  // One user and one assistant message per key.
+  CHECK(get_session(gw.port(), sid).at("message_count") == 10);
+}

@@ -319,6 +319,12 @@ class sse_reader {
   // Sends the request and reads the status line and headers. A non-chunked
   // answer (an error) has its body read at once into `head.body`.
   void send(std::string_view method, const std::string& target, std::string_view body, const header_list& headers) {
+    send_only(method, target, body, headers);
+    read_head_now();
+  }
+
+  // The two halves of send(), for tests that put several requests on the wire first.
+  void send_only(std::string_view method, const std::string& target, std::string_view body, const header_list& headers) {
     std::string req = std::string(method) + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
     bool has_length = false;
     for (const auto& [k, v] : headers) {
@@ -329,6 +335,9 @@ class sse_reader {
     req += "\r\n";
     req += body;
     client_->send_raw(req);
+  }
+
+  void read_head_now() {
     // The head is read byte by byte too, so a test can check the exact status line.
     std::string acc;
     const auto deadline = clock_type::now() + 15s;
