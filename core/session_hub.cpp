@@ -21,6 +21,7 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
     opts.ring_size = config_.sse_buffer_size;
     opts.retention = config_.event_retention;
     opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
+    opts.deleted = deleted_.contains(session_id);
     slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, store_, stats_, opts);
   }
   return slot;
@@ -41,6 +42,7 @@ void session_hub::session_deleted(const std::string& session_id) {
   std::shared_ptr<session_channel> c;
   {
     std::lock_guard lock(mutex_);
+    deleted_.insert(session_id);
     auto it = channels_.find(session_id);
     if (it == channels_.end()) return;
     c = std::move(it->second);

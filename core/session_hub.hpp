@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/agents/agent.hpp"
 #include "core/metrics.hpp"
@@ -50,6 +51,9 @@ class session_hub {
   std::shared_ptr<agent> mock_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<session_channel>> channels_;
+  // Ids deleted since start-up: a request that looked the session up just before its
+  // DELETE gets a closed channel instead of one that would wait forever.
+  std::unordered_set<std::string> deleted_;
 };
 
 }  // namespace agw::core

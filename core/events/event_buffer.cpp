@@ -2,9 +2,10 @@
 
 namespace agw::core {
 
-event_buffer::event_buffer(std::size_t capacity) : slots_(capacity == 0 ? 1 : capacity) {}
+event_buffer::event_buffer(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
 void event_buffer::push(frame_ptr frame) {
+  if (slots_.empty()) slots_.resize(capacity_);
   if (size_ < slots_.size()) {
     slots_[(head_ + size_) % slots_.size()] = std::move(frame);
     ++size_;
@@ -15,7 +16,7 @@ void event_buffer::push(frame_ptr frame) {
 }
 
 void event_buffer::clear() {
-  for (auto& slot : slots_) slot.reset();
+  std::vector<frame_ptr>().swap(slots_);
   head_ = 0;
   size_ = 0;
 }

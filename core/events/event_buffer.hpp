@@ -17,14 +17,15 @@ class event_buffer {
   // The held frames with id > after_id, in order.
   std::vector<frame_ptr> after(std::int64_t after_id) const;
 
-  void clear();
+  void clear();  // also frees the slots: an idle session's ring costs nothing
   std::int64_t oldest_id() const;  // 0 when empty
   std::int64_t newest_id() const;  // 0 when empty
   std::size_t size() const { return size_; }
 
  private:
-  std::vector<frame_ptr> slots_;
-  std::size_t head_ = 0;  // index of the oldest frame
+  std::size_t capacity_;
+  std::vector<frame_ptr> slots_;  // allocated on first push, released by clear()
+  std::size_t head_ = 0;          // index of the oldest frame
   std::size_t size_ = 0;
 };
 

@@ -25,6 +25,7 @@ session_channel::session_channel(net::any_io_executor executor, std::string sess
       opts_(opts),
       next_id_(last_event_id + 1),
       committed_id_(last_event_id),
+      closed_(opts.deleted),
       ring_(opts.ring_size) {
   snapshot_.last_event_id = last_event_id;
 }

@@ -50,6 +50,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     std::size_t replay_page = 256;      // events per log read during a replay
     std::size_t retention = 0;          // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;        // events per commit (and per delivery)
+    bool deleted = false;               // born closed: the session was deleted already
   };
 
   session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,

@@ -114,3 +114,17 @@ TEST_CASE("event_buffer: after() shares the pushed frames, it does not copy them
   CHECK(out[0]->id == 7);
   CHECK(f.use_count() == 2);  // f and out[0]
 }
+
+TEST_CASE("event_buffer: clear empties the ring and it refills from the next id") {
+  event_buffer ring(3);
+  for (std::int64_t id = 1; id <= 5; ++id) ring.push(frame(id));
+  CHECK(ids(ring.after(0)) == range(3, 5));
+  ring.clear();
+  CHECK(ring.size() == 0);
+  CHECK(ring.oldest_id() == 0);
+  CHECK(ring.newest_id() == 0);
+  CHECK(ring.after(0).empty());
+  for (std::int64_t id = 6; id <= 9; ++id) ring.push(frame(id));
+  CHECK(ids(ring.after(0)) == range(7, 9));
+  CHECK(ids(ring.after(7)) == range(8, 9));
+}

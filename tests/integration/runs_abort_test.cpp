@@ -277,3 +277,18 @@ TEST_CASE("runs: deleting a session mid-run ends its stream with an aborted done
   CHECK(r->parser.frames.back().obj().at("assistant_data").at("content") == jstr(r->parser.tokens()));
   check_error(http_call(gw.port(), "GET", "/sessions/" + sid), 404, "not_found");
 }
+
+TEST_CASE("runs: a follower of a session that is deleted is closed, and a late follower is refused") {
+  gateway_process gw;
+  auto sid = create_mock_session(gw.port(), R"({"tokens":1})");
+  run_message(gw.port(), sid, "x");
+  sse_reader follower(gw.port());
+  follower.send("GET", "/sessions/" + sid + "/events", {}, {});
+  REQUIRE(follower.head.status == 200);
+  REQUIRE(http_call(gw.port(), "DELETE", "/sessions/" + sid).status == 204);
+  // The stream ends (the connection closes) instead of heartbeating forever.
+  follower.read_until([&](const auto&) { return follower.eof || follower.ended; }, 5s);
+  CHECK((follower.eof || follower.ended));
+  auto late = http_call(gw.port(), "GET", "/sessions/" + sid + "/events");
+  CHECK(late.status == 404);
+}
