@@ -1,5 +1,7 @@
 #include "persistence/sqlite_store.hpp"
 
+#include "core/events/sse_format.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <charconv>
@@ -263,7 +265,7 @@ std::vector<core::stored_event> sqlite_store::events_after(std::string_view sess
   auto st = db_.prepare("SELECT frames FROM event_batches WHERE session_id = ? AND last_id > ? ORDER BY first_id");
   st.bind(1, session_id).bind(2, after_id);
   while (out.size() < limit && st.step()) {
-    for (auto& e : split_frames(st.text(0))) {
+    for (auto& e : core::split_stored_frames(st.text(0))) {
       if (e.id <= after_id) continue;
       if (out.size() >= limit) break;
       out.push_back(std::move(e));
@@ -307,23 +309,6 @@ void sqlite_store::insert_idempotency_key(const core::idempotency_record& r) {
 
 void sqlite_store::purge_idempotency_keys(std::int64_t older_than_ms) {
   db_.prepare("DELETE FROM idempotency_keys WHERE created_at < ?").bind(1, older_than_ms).run();
-}
-
-std::vector<core::stored_event> split_frames(std::string_view frames) {
-  std::vector<core::stored_event> out;
-  while (!frames.empty()) {
-    auto end = frames.find("\n\n");
-    std::string_view frame = frames.substr(0, end == std::string_view::npos ? frames.size() : end + 2);
-    frames.remove_prefix(frame.size());
-    core::stored_event e;
-    if (frame.starts_with("id: ")) {
-      auto digits = frame.substr(4, frame.find('\n') - 4);
-      std::from_chars(digits.data(), digits.data() + digits.size(), e.id);
-    }
-    e.frame = std::string(frame);
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 }  // namespace agw::persistence

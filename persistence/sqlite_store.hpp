@@ -51,7 +51,4 @@ class sqlite_store final : public core::store_connection {
   sqlite_database db_;
 };
 
-// Splits a stored batch of SSE frames back into events ("id: N\n..." each).
-std::vector<core::stored_event> split_frames(std::string_view frames);
-
 }  // namespace agw::persistence

@@ -44,6 +44,23 @@ std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed,
   return "event: reconnected\ndata: " + boost::json::serialize(data) + "\n\n";
 }
 
+std::vector<stored_event> split_stored_frames(std::string_view frames) {
+  std::vector<stored_event> out;
+  while (!frames.empty()) {
+    auto end = frames.find("\n\n");
+    std::string_view frame = frames.substr(0, end == std::string_view::npos ? frames.size() : end + 2);
+    frames.remove_prefix(frame.size());
+    stored_event e;
+    if (frame.starts_with("id: ")) {
+      auto digits = frame.substr(4, frame.find('\n') - 4);
+      std::from_chars(digits.data(), digits.data() + digits.size(), e.id);
+    }
+    e.frame = std::string(frame);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 event_frame parse_stored_frame(std::string text) {
   event_frame f;
   std::string_view rest = text;

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/events/event_frame.hpp"
+#include "core/store_records.hpp"
 
 namespace agw::core {
 
@@ -22,6 +24,9 @@ std::string_view heartbeat_line();
 
 // The unnumbered frame a resume starts with.
 std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id);
+
+// Splits a stored batch of frames (one event_batches row) back into events.
+std::vector<stored_event> split_stored_frames(std::string_view frames);
 
 // Rebuilds an event_frame from a stored frame's text (for replay from the log).
 event_frame parse_stored_frame(std::string text);

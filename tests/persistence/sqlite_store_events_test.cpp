@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/events/sse_format.hpp"
 #include "persistence/sqlite_store.hpp"
 #include "tests/persistence/sqlite_fixture.hpp"
 
@@ -19,7 +20,7 @@ struct doctest::StringMaker<std::vector<std::int64_t>> {
 namespace {
 
 using agw::core::stored_event;
-using agw::persistence::split_frames;
+using agw::core::split_stored_frames;
 using agw::test::frame_text;
 using agw::test::make_batch;
 using agw::test::make_session;
@@ -140,7 +141,7 @@ TEST_CASE("sqlite_store_events: split_frames") {
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
-    const auto events = split_frames(r.input);
+    const auto events = split_stored_frames(r.input);
     CHECK(ids_of(events) == r.ids);
     std::vector<std::string> frames;
     for (const auto& e : events) frames.push_back(e.frame);
@@ -148,7 +149,7 @@ TEST_CASE("sqlite_store_events: split_frames") {
   }
   // A whole stored batch splits back into its frames.
   const auto batch = make_batch("s", 5, 9);
-  const auto events = split_frames(batch.frames);
+  const auto events = split_stored_frames(batch.frames);
   CHECK(ids_of(events) == range(5, 9));
   for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
 }

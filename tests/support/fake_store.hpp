@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/events/sse_format.hpp"
 #include "core/store.hpp"
 
 namespace agw::test {
@@ -43,24 +44,6 @@ struct fake_data {
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // by session, append order
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
 };
-
-// Splits concatenated SSE frames into stored events (same rule as the SQLite store).
-inline std::vector<core::stored_event> fake_split_frames(std::string_view frames) {
-  std::vector<core::stored_event> out;
-  while (!frames.empty()) {
-    auto end = frames.find("\n\n");
-    std::string_view frame = frames.substr(0, end == std::string_view::npos ? frames.size() : end + 2);
-    frames.remove_prefix(frame.size());
-    core::stored_event e;
-    if (frame.starts_with("id: ")) {
-      auto digits = frame.substr(4, frame.find('\n') - 4);
-      std::from_chars(digits.data(), digits.data() + digits.size(), e.id);
-    }
-    e.frame = std::string(frame);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
 
 class fake_connection;
 
@@ -114,7 +97,7 @@ class fake_db {
     std::vector<std::int64_t> ids;
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second)
-        for (const auto& e : fake_split_frames(b.frames)) ids.push_back(e.id);
+        for (const auto& e : core::split_stored_frames(b.frames)) ids.push_back(e.id);
     return ids;
   }
   bool event_committed(std::string_view session_id, std::int64_t id) const {
@@ -337,7 +320,7 @@ class fake_connection final : public core::store_connection {
       std::sort(batches.begin(), batches.end(), [](const auto& a, const auto& b) { return a.first_id < b.first_id; });
       for (const auto& b : batches) {
         if (b.last_id <= after_id) continue;
-        for (auto& e : fake_split_frames(b.frames)) {
+        for (auto& e : core::split_stored_frames(b.frames)) {
           if (out.size() >= limit) return out;
           if (e.id > after_id) out.push_back(std::move(e));
         }
