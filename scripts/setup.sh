@@ -8,6 +8,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev libspdlog-dev doctest-dev libssl-dev
   curl
+  sqlite3  # the CLI: projection tests corrupt rows behind the server's back with it
 )
 
 missing=()
