@@ -27,6 +27,7 @@
 
 #include "tests/support/gateway_process.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/session_fixtures.hpp"
 
 namespace agw::test::runs {
 
@@ -41,26 +42,9 @@ inline std::string str(const boost::json::value& v) { return std::string(v.as_st
 // A JSON string value, for comparing JSON with std::string in CHECKs.
 inline boost::json::value jstr(std::string_view s) { return boost::json::value(boost::json::string(s)); }
 
-inline std::optional<boost::json::value> try_json(std::string_view text) {
-  boost::system::error_code ec;
-  auto v = boost::json::parse(text, ec);
-  if (ec) return std::nullopt;
-  return v;
-}
-
-// Lower-case canonical UUID text: 8-4-4-4-12 hex digits.
-inline bool is_uuid(std::string_view s) {
-  if (s.size() != 36) return false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (c != '-') return false;
-    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-      return false;
-    }
-  }
-  return true;
-}
+// Shared with the sessions tests.
+using fixtures::is_uuid;
+using fixtures::try_json;
 
 // ---------------------------------------------------------------------------
 // HTTP/1.1 chunked transfer coding, decoded byte by byte with its framing checked.
