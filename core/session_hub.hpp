@@ -40,7 +40,6 @@ class session_hub {
 
   std::shared_ptr<agent> agent_for(const session_record& session);
   tool_runner& tools() { return tools_; }
-  metrics& stats() { return stats_; }
 
  private:
   boost::asio::any_io_executor executor_;

@@ -121,12 +121,14 @@ inline std::optional<boost::json::value> try_json(const std::string& text) {
 
 // The contract's error answer: exact status, a JSON content type and exactly
 // {"error":{"code":"<code>","message":"<non-empty>"}} (extra fields allowed inside "error").
-inline void check_error(const http_reply& r, int status, std::string_view code) {
-  CHECK(r.status == status);
-  CHECK(r.header("Content-Type").starts_with("application/json"));
-  auto parsed = try_json(r.body);
+inline void check_error(int status_got, const std::string& content_type, const std::string& body, int status,
+                        std::string_view code) {
+  INFO("error answer: " << status_got << " " << body.substr(0, 300));
+  CHECK(status_got == status);
+  CHECK(content_type.starts_with("application/json"));
+  auto parsed = try_json(body);
   if (!parsed) {
-    FAIL_CHECK("error body is not JSON: " << r.body.substr(0, 200));
+    FAIL_CHECK("error body is not JSON: " << body.substr(0, 200));
     return;
   }
   REQUIRE(parsed->is_object());
@@ -143,6 +145,10 @@ inline void check_error(const http_reply& r, int status, std::string_view code) 
   CHECK(c->get_string() == code);
   REQUIRE(m->is_string());
   CHECK(!m->get_string().empty());
+}
+
+inline void check_error(const http_reply& r, int status, std::string_view code) {
+  check_error(r.status, r.header("Content-Type"), r.body, status, code);
 }
 
 // POST /sessions with `body`; requires a 201 and returns the Session.

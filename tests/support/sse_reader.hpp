@@ -492,30 +492,7 @@ inline boost::json::array get_messages(std::uint16_t port, const std::string& id
 }
 
 // The contract's error answer: status, JSON type, {"error":{"code","message",...}} only.
-inline void check_error(int status_got, const std::string& content_type, const std::string& body, int status,
-                        std::string_view code) {
-  INFO("error answer: " << status_got << " " << body.substr(0, 300));
-  CHECK(status_got == status);
-  CHECK(content_type.starts_with("application/json"));
-  auto parsed = try_json(body);
-  REQUIRE(parsed.has_value());
-  REQUIRE(parsed->is_object());
-  CHECK(parsed->get_object().size() == 1);
-  const auto* error = parsed->get_object().if_contains("error");
-  REQUIRE(error != nullptr);
-  REQUIRE(error->is_object());
-  const auto* c = error->get_object().if_contains("code");
-  const auto* m = error->get_object().if_contains("message");
-  REQUIRE(c != nullptr);
-  REQUIRE(m != nullptr);
-  REQUIRE(c->is_string());
-  CHECK(c->get_string() == code);
-  REQUIRE(m->is_string());
-  CHECK(!m->get_string().empty());
-}
-inline void check_error(const http_reply& r, int status, std::string_view code) {
-  check_error(r.status, r.header("Content-Type"), r.body, status, code);
-}
+using fixtures::check_error;
 
 // The format checks every stream of one run must pass.
 inline void check_run_stream(const sse_reader& r, const std::string& run_id) {
