@@ -12,6 +12,7 @@ int http_status(error_code code) {
     case error_code::payload_too_large: return 413;
     case error_code::unsupported_media_type: return 415;
     case error_code::idempotency_mismatch: return 422;
+    case error_code::delivery_pending: return 409;
     case error_code::too_many_requests: return 429;
     case error_code::internal: return 500;
     case error_code::unavailable: return 503;
@@ -29,6 +30,7 @@ const char* code_name(error_code code) {
     case error_code::payload_too_large: return "payload_too_large";
     case error_code::unsupported_media_type: return "unsupported_media_type";
     case error_code::idempotency_mismatch: return "idempotency_mismatch";
+    case error_code::delivery_pending: return "delivery_pending";
     case error_code::too_many_requests: return "too_many_requests";
     case error_code::internal: return "internal";
     case error_code::unavailable: return "unavailable";

@@ -17,6 +17,7 @@ enum class error_code {
   payload_too_large,
   unsupported_media_type,
   idempotency_mismatch,
+  delivery_pending,  // 409: a redelivery of a webhook that is still pending
   too_many_requests,
   internal,
   unavailable,

@@ -52,6 +52,7 @@ std::string serialize_checkpoint(const conversation_state& state) {
                   {"started_at_ms", state.run->started_at_ms},
                   {"ended_at_ms", or_null(state.run->ended_at_ms)},
                   {"events_before", state.run->events_before}};
+    if (state.run->callback_url) out["run"].as_object()["callback_url"] = *state.run->callback_url;
   } else {
     out["run"] = nullptr;
   }
@@ -84,7 +85,8 @@ conversation_state parse_checkpoint(std::string_view text, const std::string& se
     const auto& o = r->as_object();
     state.run = checkpoint_run{std::string(o.at("id").as_string()), std::string(o.at("state").as_string()),
                                std::string(o.at("user_message_id").as_string()), o.at("started_at_ms").to_number<std::int64_t>(),
-                               opt_int(o, "ended_at_ms"), opt_int(o, "events_before").value_or(0)};
+                               opt_int(o, "ended_at_ms"), opt_int(o, "events_before").value_or(0),
+                               opt_string(o, "callback_url")};
   }
   return state;
 }

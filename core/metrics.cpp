@@ -28,6 +28,10 @@ std::string metrics::render() const {
   counter("gateway_sse_slow_subscribers_dropped_total", "SSE subscribers disconnected because their queue overflowed.",
           sse_slow_subscribers_dropped);
   counter("gateway_store_rejected_total", "Storage jobs refused because the queue was full.", store_rejected);
+  counter("gateway_webhooks_delivered_total", "Completion callbacks answered with a 2xx.", webhooks_delivered);
+  counter("gateway_webhooks_failed_total", "Completion callbacks given up on (non-retryable answer or schedule exhausted).",
+          webhooks_failed);
+  counter("gateway_webhooks_retried_total", "Callback attempts that failed and were scheduled again.", webhooks_retried);
   return out.str();
 }
 

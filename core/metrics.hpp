@@ -23,6 +23,9 @@ struct metrics {
   std::atomic<std::uint64_t> sse_frames_written{0};
   std::atomic<std::uint64_t> sse_slow_subscribers_dropped{0};
   std::atomic<std::uint64_t> store_rejected{0};
+  std::atomic<std::uint64_t> webhooks_delivered{0};
+  std::atomic<std::uint64_t> webhooks_failed{0};
+  std::atomic<std::uint64_t> webhooks_retried{0};
 
   // Prometheus text exposition format.
   std::string render() const;

@@ -7,6 +7,7 @@
 #include "core/ids.hpp"
 #include "core/projection.hpp"
 #include "core/time_format.hpp"
+#include "core/webhooks/webhook_delivery.hpp"
 
 namespace agw::core {
 namespace {
@@ -48,6 +49,9 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   state.run->state = "interrupted";
   state.run->ended_at_ms = answer.created_at_ms;
   save_checkpoint(c, s, cp->version + 1, state, state.messages.size() - 1);
+  // The run ended (badly): its callback is still owed.
+  if (state.run->callback_url)
+    c.insert_webhook_delivery(make_webhook_delivery(s.id, state.run->id, *state.run->callback_url, answer, 0));
 
   // Followers resuming this session see the run end like any other.
   const std::int64_t last = std::max(s.last_event_id, after);

@@ -38,11 +38,17 @@ struct settings {
 
   std::string webhook_secret;  // "whsec_<base64>", empty: unsigned
   bool webhook_allow_private = false;
+  // Host names or CIDRs (e.g. "hooks.internal", "10.1.0.0/16") allowed even when private.
+  std::vector<std::string> webhook_allowlist;
   std::vector<std::chrono::duration<double>> webhook_retry_schedule{
       std::chrono::duration<double>(5), std::chrono::duration<double>(300),
       std::chrono::duration<double>(1800), std::chrono::duration<double>(7200),
       std::chrono::duration<double>(18000), std::chrono::duration<double>(36000),
       std::chrono::duration<double>(36000)};
+  std::chrono::duration<double> webhook_connect_timeout{5.0};   // resolve + connect + TLS handshake
+  std::chrono::duration<double> webhook_timeout{10.0};          // send the request and read the response header
+  std::size_t webhook_concurrency = 16;                          // deliveries in flight at once
+  std::string webhook_ca_file;                                   // extra CA bundle for https callbacks (default: system)
   std::chrono::duration<double> drain_timeout{30.0};
 
   std::string openai_base_url = "https://api.openai.com/v1";

@@ -6,7 +6,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "core/webhook_secret.hpp"
+#include "core/webhooks/webhook_secret.hpp"
+#include "core/webhooks/address_policy.hpp"
 
 namespace agw::core {
 namespace {
@@ -89,6 +90,24 @@ std::string parse_schedule(settings& s, std::string_view text) {
   return "";
 }
 
+std::string parse_allowlist(settings& s, std::string_view text) {
+  std::vector<std::string> entries;
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) return "must be comma-separated host names or CIDRs";
+    if (!parse_allowlist_entry(item)) return "'" + std::string(item) + "' is neither a host name nor a CIDR such as 10.0.0.0/8";
+    entries.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return "must not end with a comma";
+  }
+  s.webhook_allowlist = std::move(entries);
+  return "";
+}
+
 const std::vector<option>& options() {
   static const std::vector<option> table = [] {
     std::vector<option> t;
@@ -160,6 +179,16 @@ const std::vector<option>& options() {
                  }});
     t.push_back({"webhook-retry-schedule", "comma-separated seconds before each retry (default 5,300,1800,7200,18000,36000,36000)",
                  parse_schedule});
+    t.push_back({"webhook-allowlist", "comma-separated hosts or CIDRs allowed as callback targets even when private (default none)",
+                 parse_allowlist});
+    t.push_back(seconds_option("webhook-connect-timeout", "seconds to resolve, connect and handshake with a callback target (default 5)",
+                               &settings::webhook_connect_timeout, 0.01));
+    t.push_back(seconds_option("webhook-timeout", "seconds a callback target has to answer once connected (default 10)",
+                               &settings::webhook_timeout, 0.01));
+    t.push_back(integer_option<std::size_t>("webhook-concurrency", "callback deliveries in flight at once (default 16)",
+                                            &settings::webhook_concurrency, 1, 1024));
+    t.push_back(string_option("webhook-ca-file", "PEM file of extra CAs trusted for https callbacks (default: system store)",
+                              &settings::webhook_ca_file));
     t.push_back(seconds_option("drain-timeout", "seconds SIGTERM waits for live runs (default 30)", &settings::drain_timeout, 0));
     t.push_back({"openai-base-url", "base URL of an OpenAI-compatible API (default https://api.openai.com/v1)",
                  [](settings& s, std::string_view v) -> std::string {

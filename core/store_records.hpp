@@ -59,4 +59,35 @@ struct idempotency_record {
   std::int64_t created_at_ms = 0;
 };
 
+// One completion callback to deliver (the outbox row), and its attempts.
+struct webhook_attempt_record {
+  std::int64_t attempt = 0;  // 1-based over the delivery's whole life (redeliveries go on counting)
+  std::int64_t at_ms = 0;
+  std::optional<int> status_code;
+  std::optional<std::string> error;
+  std::int64_t duration_ms = 0;
+};
+
+struct webhook_delivery_record {
+  std::string id;          // delivery id (API)
+  std::string webhook_id;  // the webhook-id header: stable across retries
+  std::string session_id;
+  std::string run_id;
+  std::string url;
+  std::string payload;  // the exact JSON body sent
+  std::string status = "pending";  // pending | delivered | failed
+  std::int64_t round_attempts = 0;  // attempts since it was (re)queued: the retry schedule's position
+  std::optional<std::int64_t> next_attempt_at_ms;
+  std::int64_t created_at_ms = 0;
+  std::vector<webhook_attempt_record> attempts;  // filled by listings only
+};
+
+// The outcome of one attempt, written with the delivery's new state in one statement pair.
+struct webhook_attempt_outcome {
+  std::string delivery_id;
+  webhook_attempt_record attempt;
+  std::string status;  // the delivery's status after it
+  std::optional<std::int64_t> next_attempt_at_ms;
+};
+
 }  // namespace agw::core

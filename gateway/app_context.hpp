@@ -14,6 +14,8 @@ class session_hub;
 
 namespace agw::gateway {
 
+class webhook_dispatcher;
+
 struct app_context {
   const core::settings& config;
   core::store_executor& store;
@@ -21,6 +23,7 @@ struct app_context {
   core::session_hub& hub;
   router routes;
   std::atomic<bool> draining{false};
+  webhook_dispatcher* webhooks = nullptr;  // set by the server; delivers the callback outbox
 };
 
 // Registers every API route on app.routes.

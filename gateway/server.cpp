@@ -13,7 +13,8 @@ server::server(const core::settings& config, core::store_executor& store)
       tools_(core::make_builtin_tools()),
       tool_runner_(tools_, 2, config.tool_timeout),
       hub_(ioc_.get_executor(), store, stats_, config, tool_runner_),
-      app_{config, store, stats_, hub_, {}, {}},
+      webhooks_(ioc_.get_executor(), store, config, stats_),
+      app_{config, store, stats_, hub_, {}, {}, &webhooks_},
       signals_(ioc_, SIGINT, SIGTERM) {
   register_routes(app_);
   boost::system::error_code ec;
@@ -26,6 +27,7 @@ server::~server() = default;
 
 int server::run() {
   listener_->start();
+  webhooks_.start();
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   auto endpoint = listener_->local_endpoint();
   spdlog::info("listening on http://{}:{}", endpoint.address().to_string(), endpoint.port());
@@ -54,6 +56,8 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
   listener_->close();
   // Followers of /events are told to come back later; run streams go on to their done.
   hub_.close_all_streams();
+  // Deliveries not yet attempted stay pending in the database for the next start.
+  webhooks_.stop();
   signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
   finish_drain();
 }

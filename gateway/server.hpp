@@ -15,6 +15,7 @@
 #include "core/store_executor.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/listener.hpp"
+#include "gateway/webhooks/webhook_dispatcher.hpp"
 
 namespace agw::gateway {
 
@@ -36,6 +37,7 @@ class server {
   core::tool_registry tools_;
   core::tool_runner tool_runner_;
   core::session_hub hub_;
+  webhook_dispatcher webhooks_;
   app_context app_;
   std::unique_ptr<listener> listener_;
   net::signal_set signals_;

@@ -311,4 +311,125 @@ void sqlite_store::purge_idempotency_keys(std::int64_t older_than_ms) {
   db_.prepare("DELETE FROM idempotency_keys WHERE created_at < ?").bind(1, older_than_ms).run();
 }
 
+// --- webhook outbox ---
+
+namespace {
+
+constexpr const char* delivery_columns =
+    "id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at";
+
+core::webhook_delivery_record read_delivery(const statement& st) {
+  core::webhook_delivery_record d;
+  d.id = st.text(0);
+  d.webhook_id = st.text(1);
+  d.session_id = st.text(2);
+  d.run_id = st.text(3);
+  d.url = st.text(4);
+  d.payload = st.text(5);
+  d.status = st.text(6);
+  d.round_attempts = st.int64(7);
+  d.next_attempt_at_ms = st.optional_int64(8);
+  d.created_at_ms = st.int64(9);
+  return d;
+}
+
+}  // namespace
+
+void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& d) {
+  db_.prepare(
+         "INSERT INTO webhook_deliveries (id, webhook_id, session_id, run_id, url, payload, status, attempt_count, "
+         "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(1, d.id)
+      .bind(2, d.webhook_id)
+      .bind(3, d.session_id)
+      .bind(4, d.run_id)
+      .bind(5, d.url)
+      .bind(6, d.payload)
+      .bind(7, d.status)
+      .bind(8, d.round_attempts)
+      .bind(9, d.next_attempt_at_ms)
+      .bind(10, d.created_at_ms)
+      .run();
+}
+
+std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries(std::string_view session_id) {
+  std::vector<core::webhook_delivery_record> out;
+  {
+    auto st = db_.prepare(
+        "SELECT id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at "
+        "FROM webhook_deliveries WHERE session_id = ? ORDER BY created_at, rowid");
+    st.bind(1, session_id);
+    while (st.step()) out.push_back(read_delivery(st));
+  }
+  for (auto& d : out) {
+    auto st = db_.prepare(
+        "SELECT attempt, at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt");
+    st.bind(1, d.id);
+    while (st.step()) {
+      auto code = st.optional_int64(2);
+      d.attempts.push_back({st.int64(0), st.int64(1), code ? std::optional<int>(static_cast<int>(*code)) : std::nullopt,
+                            st.optional_text(3), st.int64(4)});
+    }
+  }
+  return out;
+}
+
+std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery(std::string_view session_id,
+                                                                                 std::string_view delivery_id) {
+  auto st = db_.prepare(
+      "SELECT id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at "
+      "FROM webhook_deliveries WHERE session_id = ? AND id = ?");
+  st.bind(1, session_id).bind(2, delivery_id);
+  if (!st.step()) return std::nullopt;
+  return read_delivery(st);
+}
+
+std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
+  auto st = db_.prepare(
+      "SELECT id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at "
+      "FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?");
+  st.bind(1, now_ms).bind(2, static_cast<std::int64_t>(limit));
+  std::vector<core::webhook_delivery_record> out;
+  while (st.step()) out.push_back(read_delivery(st));
+  return out;
+}
+
+std::optional<std::int64_t> sqlite_store::next_webhook_due_ms(std::int64_t after_ms) {
+  auto st = db_.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?");
+  st.bind(1, after_ms);
+  if (!st.step()) return std::nullopt;
+  return st.optional_int64(0);
+}
+
+bool sqlite_store::record_webhook_attempt(const core::webhook_attempt_outcome& o) {
+  db_.prepare(
+         "UPDATE webhook_deliveries SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ? "
+         "WHERE id = ? AND status = 'pending'")
+      .bind(1, o.status)
+      .bind(2, o.next_attempt_at_ms)
+      .bind(3, o.delivery_id)
+      .run();
+  if (db_.changes() == 0) return false;
+  std::optional<std::int64_t> code;
+  if (o.attempt.status_code) code = *o.attempt.status_code;
+  db_.prepare(
+         "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms) "
+         "VALUES (?1, (SELECT COALESCE(MAX(attempt), 0) + 1 FROM webhook_attempts WHERE delivery_id = ?1), ?2, ?3, ?4, ?5)")
+      .bind(1, o.delivery_id)
+      .bind(2, o.attempt.at_ms)
+      .bind(3, code)
+      .bind(4, o.attempt.error)
+      .bind(5, o.attempt.duration_ms)
+      .run();
+  return true;
+}
+
+bool sqlite_store::requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) {
+  db_.prepare("UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, next_attempt_at = ? WHERE id = ?")
+      .bind(1, now_ms)
+      .bind(2, delivery_id)
+      .run();
+  return db_.changes() > 0;
+}
+
 }  // namespace agw::persistence

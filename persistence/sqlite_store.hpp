@@ -44,6 +44,15 @@ class sqlite_store final : public core::store_connection {
   void insert_idempotency_key(const core::idempotency_record& r) override;
   void purge_idempotency_keys(std::int64_t older_than_ms) override;
 
+  void insert_webhook_delivery(const core::webhook_delivery_record& d) override;
+  std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override;
+  std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,
+                                                                     std::string_view delivery_id) override;
+  std::vector<core::webhook_delivery_record> due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) override;
+  std::optional<std::int64_t> next_webhook_due_ms(std::int64_t after_ms) override;
+  bool record_webhook_attempt(const core::webhook_attempt_outcome& outcome) override;
+  bool requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) override;
+
   sqlite_database& database() { return db_; }
 
  private:

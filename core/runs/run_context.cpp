@@ -84,13 +84,15 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   co_return outcomes;
 }
 
-net::awaitable<void> run_context::checkpoint() {
+net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_record> outbox) {
   // Messages before this run's user message are unchanged: only the tail is projected again.
   std::size_t changed_from = 0;
   for (std::size_t i = 0; i < conversation_.messages.size(); ++i)
     if (conversation_.messages[i].id == user_message_id_) changed_from = i;
-  auto write = [s = session_, version = ++checkpoint_version_, state = conversation_, changed_from](store_connection& c) {
+  auto write = [s = session_, version = ++checkpoint_version_, state = conversation_, changed_from,
+                outbox = std::move(outbox)](store_connection& c) {
     save_checkpoint(c, s, version, state, changed_from);
+    if (outbox) c.insert_webhook_delivery(*outbox);
   };
   co_await channel_->store().async_write(std::move(write), net::use_awaitable);
 }

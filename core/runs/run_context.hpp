@@ -75,8 +75,9 @@ class run_context {
   run& current_run() { return *run_; }
   session_channel& channel() { return *channel_; }
 
-  // Writes the conversation as the next checkpoint version (and its projection).
-  boost::asio::awaitable<void> checkpoint();
+  // Writes the conversation as the next checkpoint version (and its projection),
+  // and `outbox` (the run's completion callback) in the same transaction.
+  boost::asio::awaitable<void> checkpoint(std::optional<webhook_delivery_record> outbox = std::nullopt);
 
  private:
   std::shared_ptr<session_channel> channel_;

@@ -5,6 +5,7 @@
 #include "core/ids.hpp"
 #include "core/runs/run_context.hpp"
 #include "core/time_format.hpp"
+#include "core/webhooks/webhook_delivery.hpp"
 
 namespace agw::core {
 
@@ -77,9 +78,13 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
       conversation.run->state = aborted ? "aborted" : ctx.failure() ? "error" : "completed";
       conversation.run->ended_at_ms = answer.created_at_ms;
     }
-    // The message is durable before done announces it.
-    auto saving = ctx.checkpoint();
+    // The message is durable before done announces it; the callback's outbox row commits with it.
+    std::optional<webhook_delivery_record> outbox;
+    if (request.callback_url)
+      outbox = make_webhook_delivery(ctx.session().id, r->id(), *request.callback_url, answer, usage.input_tokens);
+    auto saving = ctx.checkpoint(std::move(outbox));
     co_await std::move(saving);
+    if (request.callback_url && request.outbox_written) request.outbox_written();
     channel->publish(r->id(), "done", {{"assistant_data", message_json(answer)}});
   } catch (...) {
     ending_failure = std::current_exception();

@@ -3,7 +3,10 @@
 // publishes how it ended, persists the final assistant message in the
 // checkpoint (and its projection), and publishes done with that message.
 #include <boost/asio/awaitable.hpp>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "core/agents/agent.hpp"
 #include "core/checkpoint.hpp"
@@ -18,6 +21,8 @@ struct run_request {
   session_record session;
   conversation_state conversation;  // as checkpointed at run start, ending with the user message
   std::int64_t checkpoint_version = 0;
+  std::optional<std::string> callback_url;  // the run's end goes to the webhook outbox in its final checkpoint
+  std::function<void()> outbox_written;     // called (any thread) once that delivery row is committed
 };
 
 // Runs on the channel's strand; never throws (failures end the run with status error).

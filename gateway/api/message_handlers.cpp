@@ -14,12 +14,14 @@
 #include "core/runs/run_driver.hpp"
 #include "core/session_hub.hpp"
 #include "core/time_format.hpp"
+#include "core/webhooks/callback_target.hpp"
 #include "gateway/api/handlers.hpp"
 #include "gateway/api/lookup.hpp"
 #include "gateway/api/run_stream.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/json_response.hpp"
 #include "gateway/request_body.hpp"
+#include "gateway/webhooks/webhook_dispatcher.hpp"
 
 namespace agw::gateway::api {
 namespace {
@@ -49,6 +51,19 @@ message_request parse_message_request(const request& req) {
     out.callback_url = std::string(cb->get_string());
   }
   return out;
+}
+
+// The SSRF guard at POST time: the URL's shape, then every address its host resolves
+// to. (The dispatcher checks again on the address it connects to.)
+awaitable<void> check_callback_url(app_context& app, const std::string& url) {
+  auto parsed = core::parse_callback_url(url);
+  if (auto* why = std::get_if<std::string>(&parsed)) throw api_error(error_code::bad_request, *why);
+  const auto& target = std::get<core::callback_target>(parsed);
+  if (!app.webhooks) throw api_error(error_code::unavailable, "callbacks are not available");
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(app.config.webhook_connect_timeout);
+  auto resolving = resolve_callback_target(target, app.webhooks->policy(), timeout);
+  auto resolved = co_await std::move(resolving);
+  if (resolved.endpoints.empty()) throw api_error(error_code::bad_request, "callback_url refused: " + resolved.refusal);
 }
 
 std::optional<std::string> idempotency_key(const request& req) {
@@ -102,6 +117,10 @@ awaitable<handler_result> post_message(request_context& ctx) {
   auto message = parse_message_request(ctx.req);
   auto key = idempotency_key(ctx.req);
   if (app.draining) throw api_error(error_code::unavailable, "the server is draining; retry on another instance");
+  if (message.callback_url) {
+    auto checking = check_callback_url(app, *message.callback_url);
+    co_await std::move(checking);
+  }
   const std::string hash = core::content_hash(message.content);
 
   if (key) {
@@ -145,8 +164,8 @@ awaitable<handler_result> post_message(request_context& ctx) {
   user.role = "user";
   user.content = message.content;
   user.created_at_ms = core::now_ms();
-  auto persist = [session, user, run_id = run->id(), started = run->started_at_ms(), first = run->events_before(), key,
-                  hash](core::store_connection& c) {
+  auto persist = [session, user, run_id = run->id(), started = run->started_at_ms(), first = run->events_before(), key, hash,
+                  callback_url = message.callback_url](core::store_connection& c) {
     started_run out;
     if (key) {
       if (auto existing = c.find_idempotency_key(session.id, *key)) {
@@ -162,7 +181,7 @@ awaitable<handler_result> post_message(request_context& ctx) {
     }
     out.conversation.messages.push_back(user);
     out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
-    out.conversation.run = core::checkpoint_run{run_id, "running", user.id, started, std::nullopt, first};
+    out.conversation.run = core::checkpoint_run{run_id, "running", user.id, started, std::nullopt, first, callback_url};
     core::save_checkpoint(c, session, ++out.checkpoint_version, out.conversation, out.conversation.messages.size() - 1);
     return out;
   };
@@ -187,7 +206,8 @@ awaitable<handler_result> post_message(request_context& ctx) {
     co_return co_await attach_run_stream(ctx, session, started.existing_key->run_id, started.existing_key->first_event_id);
   }
 
-  core::run_request request{session, std::move(started.conversation), started.checkpoint_version};
+  core::run_request request{session, std::move(started.conversation), started.checkpoint_version, message.callback_url, nullptr};
+  if (auto* dispatcher = app.webhooks) request.outbox_written = [dispatcher] { dispatcher->wake(); };
   auto driver = core::drive_run(channel, run, std::move(request), app.hub.agent_for(session), app.hub.tools(), app.stats);
   net::co_spawn(channel->strand(), std::move(driver), [run_id = run->id()](std::exception_ptr e) {
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);

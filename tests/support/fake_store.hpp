@@ -43,6 +43,7 @@ struct fake_data {
   std::vector<core::checkpoint_record> checkpoints;
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // by session, append order
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
+  std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
 };
 
 class fake_connection;
@@ -361,6 +362,70 @@ class fake_connection final : public core::store_connection {
   void purge_idempotency_keys(std::int64_t older_than_ms) override {
     write("purge_idempotency_keys", [&](fake_data& d) {
       std::erase_if(d.idempotency, [&](const auto& kv) { return kv.second.created_at_ms < older_than_ms; });
+    });
+  }
+
+  // --- webhook outbox ---
+  void insert_webhook_delivery(const core::webhook_delivery_record& r) override {
+    write("insert_webhook_delivery", [&](fake_data& d) { d.deliveries.push_back(r); });
+  }
+  std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override {
+    return read("list_webhook_deliveries", [&](fake_data& d) {
+      std::vector<core::webhook_delivery_record> out;
+      for (const auto& r : d.deliveries)
+        if (r.session_id == session_id) out.push_back(r);
+      return out;
+    });
+  }
+  std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,
+                                                                     std::string_view delivery_id) override {
+    return read("find_webhook_delivery", [&](fake_data& d) -> std::optional<core::webhook_delivery_record> {
+      for (const auto& r : d.deliveries)
+        if (r.session_id == session_id && r.id == delivery_id) return r;
+      return std::nullopt;
+    });
+  }
+  std::vector<core::webhook_delivery_record> due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) override {
+    return read("due_webhook_deliveries", [&](fake_data& d) {
+      std::vector<core::webhook_delivery_record> out;
+      for (const auto& r : d.deliveries)
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms && out.size() < limit) out.push_back(r);
+      return out;
+    });
+  }
+  std::optional<std::int64_t> next_webhook_due_ms(std::int64_t after_ms) override {
+    return read("next_webhook_due_ms", [&](fake_data& d) -> std::optional<std::int64_t> {
+      std::optional<std::int64_t> next;
+      for (const auto& r : d.deliveries)
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms && (!next || *r.next_attempt_at_ms < *next)) next = r.next_attempt_at_ms;
+      return next;
+    });
+  }
+  bool record_webhook_attempt(const core::webhook_attempt_outcome& o) override {
+    return write("record_webhook_attempt", [&](fake_data& d) {
+      for (auto& r : d.deliveries) {
+        if (r.id != o.delivery_id || r.status != "pending") continue;
+        r.status = o.status;
+        r.next_attempt_at_ms = o.next_attempt_at_ms;
+        ++r.round_attempts;
+        auto attempt = o.attempt;
+        attempt.attempt = static_cast<std::int64_t>(r.attempts.size()) + 1;
+        r.attempts.push_back(attempt);
+        return true;
+      }
+      return false;
+    });
+  }
+  bool requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) override {
+    return write("requeue_webhook_delivery", [&](fake_data& d) {
+      for (auto& r : d.deliveries) {
+        if (r.id != delivery_id) continue;
+        r.status = "pending";
+        r.round_attempts = 0;
+        r.next_attempt_at_ms = now_ms;
+        return true;
+      }
+      return false;
     });
   }
 

@@ -1,4 +1,4 @@
-#include "core/webhook_secret.hpp"
+#include "core/webhooks/webhook_secret.hpp"
 
 #include <openssl/evp.h>
 

@@ -1,0 +1,159 @@
+#include "gateway/webhooks/webhook_dispatcher.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/time_format.hpp"
+#include "core/webhooks/webhook_secret.hpp"
+#include "core/webhooks/webhook_signature.hpp"
+
+#ifndef GATEWAY_VERSION
+#define GATEWAY_VERSION "0"
+#endif
+
+namespace agw::gateway {
+
+namespace net = boost::asio;
+
+namespace {
+
+// With nothing due, look again after this long anyway (a safety net for a missed wake).
+constexpr std::int64_t idle_poll_ms = 5000;
+// After a storage error, wait before trying again.
+constexpr std::int64_t store_retry_ms = 1000;
+
+}  // namespace
+
+webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::store_executor& store, const core::settings& config,
+                                       core::metrics& stats)
+    : strand_(net::make_strand(executor)),
+      store_(store),
+      config_(config),
+      stats_(stats),
+      policy_(config.webhook_allow_private, config.webhook_allowlist),
+      client_(config),
+      timer_(strand_),
+      rng_(std::random_device{}()) {
+  if (!config.webhook_secret.empty()) signing_key_ = core::decode_webhook_secret(config.webhook_secret);
+}
+
+void webhook_dispatcher::start() {
+  net::co_spawn(strand_, loop(), [](std::exception_ptr e) {
+    if (e) spdlog::error("webhook dispatcher stopped by an unexpected exception");
+  });
+}
+
+void webhook_dispatcher::wake() {
+  net::post(strand_, [this] {
+    woken_ = true;
+    timer_.cancel();
+  });
+}
+
+void webhook_dispatcher::stop() {
+  net::post(strand_, [this] {
+    stopped_ = true;
+    timer_.cancel();
+  });
+}
+
+net::awaitable<void> webhook_dispatcher::loop() {
+  while (!stopped_) {
+    woken_ = false;
+    std::int64_t wait_ms = idle_poll_ms;
+    try {
+      const auto now = core::now_ms();
+      const std::size_t room = config_.webhook_concurrency - std::min(config_.webhook_concurrency, in_flight_.size());
+      bool more_due = false;
+      if (room > 0) {
+        // Ask for enough rows to fill the free slots even when some of them are already in flight.
+        const std::size_t limit = room + in_flight_.size();
+        auto pick = [now, limit](core::store_connection& c) { return c.due_webhook_deliveries(now, limit); };
+        auto due = co_await store_.async_read(std::move(pick), net::use_awaitable);
+        more_due = due.size() == limit;
+        for (auto& d : due) {
+          if (stopped_ || in_flight_.size() >= config_.webhook_concurrency) break;
+          if (!in_flight_.insert(d.id).second) continue;
+          net::co_spawn(strand_, deliver(std::move(d)), net::detached);
+        }
+      } else {
+        more_due = true;  // unknown: a finishing attempt wakes the loop to look
+      }
+      if (more_due) {
+        // Due rows are left over: go again at once if a slot is free, else when an attempt finishes.
+        wait_ms = in_flight_.size() < config_.webhook_concurrency ? 0 : idle_poll_ms;
+      } else {
+        // Every due row is in flight: sleep until the next one falls due.
+        auto next_due = [now](core::store_connection& c) { return c.next_webhook_due_ms(now); };
+        auto next = co_await store_.async_read(std::move(next_due), net::use_awaitable);
+        if (next) wait_ms = std::clamp<std::int64_t>(*next - core::now_ms(), 0, idle_poll_ms);
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("webhook dispatcher: storage error: {}", e.what());
+      wait_ms = store_retry_ms;
+    }
+    if (woken_ || stopped_) continue;
+    if (wait_ms == 0) continue;
+    timer_.expires_after(std::chrono::milliseconds(wait_ms));
+    auto waiting = timer_.async_wait(net::as_tuple(net::use_awaitable));
+    co_await std::move(waiting);
+  }
+}
+
+net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d) {
+  core::attempt_result result;
+  const auto at = core::now_ms();
+  auto parsed = core::parse_callback_url(d.url);
+  if (auto* why = std::get_if<std::string>(&parsed)) {
+    result.error = *why;  // stored before a rule change: fails without retries
+  } else {
+    const auto timestamp = at / 1000;
+    header_list headers{{"content-type", "application/json"},
+                        {"user-agent", "agent-gateway/" GATEWAY_VERSION},
+                        {"webhook-id", d.webhook_id},
+                        {"webhook-timestamp", std::to_string(timestamp)}};
+    if (signing_key_) headers.emplace_back("webhook-signature", core::webhook_signature(*signing_key_, d.webhook_id, timestamp, d.payload));
+    auto posting = client_.post(std::get<core::callback_target>(parsed), policy_, headers, d.payload);
+    result = co_await std::move(posting);
+  }
+  auto decision = core::decide_after_attempt(result, d.round_attempts + 1, config_.webhook_retry_schedule, core::now_ms(), rng_);
+  if (std::holds_alternative<std::string>(parsed)) decision = {"failed", std::nullopt};
+
+  core::webhook_attempt_outcome outcome{d.id, {0, at, result.status_code, std::nullopt, result.duration_ms}, decision.status,
+                                        decision.next_attempt_at_ms};
+  if (!result.error.empty()) outcome.attempt.error = result.error;
+  if (decision.status == "delivered") stats_.webhooks_delivered++;
+  else if (decision.status == "failed") stats_.webhooks_failed++;
+  else stats_.webhooks_retried++;
+  spdlog::info("webhook {} to {}: attempt {} -> {} ({})", d.webhook_id, d.url, d.round_attempts + 1,
+               result.status_code ? std::to_string(*result.status_code) : result.error, decision.status);
+
+  auto record = [outcome](core::store_connection& c) { return c.record_webhook_attempt(outcome); };
+  std::exception_ptr failure;
+  try {
+    co_await store_.async_write(std::move(record), net::use_awaitable);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    // The row stays pending: it is sent again (at-least-once), after a pause so a failing disk is not hammered.
+    spdlog::warn("webhook {}: could not record its attempt; it will be sent again", d.webhook_id);
+    net::steady_timer pause(strand_);
+    pause.expires_after(std::chrono::milliseconds(store_retry_ms));
+    auto pausing = pause.async_wait(net::as_tuple(net::use_awaitable));
+    co_await std::move(pausing);
+  }
+  finished(d.id);
+}
+
+void webhook_dispatcher::finished(const std::string& delivery_id) {
+  in_flight_.erase(delivery_id);
+  woken_ = true;
+  timer_.cancel();
+}
+
+}  // namespace agw::gateway

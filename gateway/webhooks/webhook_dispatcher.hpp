@@ -1,0 +1,58 @@
+#pragma once
+// Delivers the webhook outbox: a loop on its own strand picks pending
+// deliveries that are due (at most webhook_concurrency in flight), sends each
+// with outbound_http, records the attempt and the delivery's next state in one
+// write, and sleeps until the next one is due or it is woken (a run wrote an
+// outbox row, a redelivery, an attempt finished). Everything it knows lives in
+// the database, so a restart resumes where the last process stopped
+// (at-least-once: an attempt cut by a crash is sent again).
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+
+#include "core/metrics.hpp"
+#include "core/settings.hpp"
+#include "core/store_executor.hpp"
+#include "core/webhooks/address_policy.hpp"
+#include "gateway/webhooks/outbound_http.hpp"
+
+namespace agw::gateway {
+
+class webhook_dispatcher {
+ public:
+  webhook_dispatcher(boost::asio::any_io_executor executor, core::store_executor& store, const core::settings& config,
+                     core::metrics& stats);
+
+  void start();
+  // Thread-safe: look for due deliveries now.
+  void wake();
+  // Draining: start no new attempt (pending rows wait for the next start).
+  void stop();
+
+  const core::address_policy& policy() const { return policy_; }
+
+ private:
+  boost::asio::awaitable<void> loop();
+  boost::asio::awaitable<void> deliver(core::webhook_delivery_record d);
+  void finished(const std::string& delivery_id);
+
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  core::store_executor& store_;
+  const core::settings& config_;
+  core::metrics& stats_;
+  core::address_policy policy_;
+  outbound_http client_;
+  std::optional<std::string> signing_key_;
+  boost::asio::steady_timer timer_;
+  std::unordered_set<std::string> in_flight_;  // strand only
+  bool woken_ = false;                          // strand only: a wake arrived while the loop was busy
+  bool stopped_ = false;                        // strand only
+  std::mt19937_64 rng_;
+};
+
+}  // namespace agw::gateway
