@@ -315,8 +315,8 @@ void sqlite_store::purge_idempotency_keys(std::int64_t older_than_ms) {
 
 namespace {
 
-constexpr const char* delivery_columns =
-    "id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at";
+// A macro so that queries stay single string literals (the statement cache is keyed by their address).
+#define AGW_DELIVERY_COLUMNS "id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at"
 
 core::webhook_delivery_record read_delivery(const statement& st) {
   core::webhook_delivery_record d;
@@ -337,8 +337,7 @@ core::webhook_delivery_record read_delivery(const statement& st) {
 
 void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& d) {
   db_.prepare(
-         "INSERT INTO webhook_deliveries (id, webhook_id, session_id, run_id, url, payload, status, attempt_count, "
-         "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+         "INSERT INTO webhook_deliveries (" AGW_DELIVERY_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(1, d.id)
       .bind(2, d.webhook_id)
       .bind(3, d.session_id)
@@ -356,7 +355,7 @@ std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries
   std::vector<core::webhook_delivery_record> out;
   {
     auto st = db_.prepare(
-        "SELECT id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at "
+        "SELECT " AGW_DELIVERY_COLUMNS " "
         "FROM webhook_deliveries WHERE session_id = ? ORDER BY created_at, rowid");
     st.bind(1, session_id);
     while (st.step()) out.push_back(read_delivery(st));
@@ -377,7 +376,7 @@ std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries
 std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery(std::string_view session_id,
                                                                                  std::string_view delivery_id) {
   auto st = db_.prepare(
-      "SELECT id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at "
+      "SELECT " AGW_DELIVERY_COLUMNS " "
       "FROM webhook_deliveries WHERE session_id = ? AND id = ?");
   st.bind(1, session_id).bind(2, delivery_id);
   if (!st.step()) return std::nullopt;
@@ -386,7 +385,7 @@ std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery
 
 std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
   auto st = db_.prepare(
-      "SELECT id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at "
+      "SELECT " AGW_DELIVERY_COLUMNS " "
       "FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?");
   st.bind(1, now_ms).bind(2, static_cast<std::int64_t>(limit));
   std::vector<core::webhook_delivery_record> out;
@@ -431,5 +430,7 @@ bool sqlite_store::requeue_webhook_delivery(std::string_view delivery_id, std::i
       .run();
   return db_.changes() > 0;
 }
+
+#undef AGW_DELIVERY_COLUMNS
 
 }  // namespace agw::persistence
