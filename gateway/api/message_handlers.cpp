@@ -63,7 +63,8 @@ awaitable<void> check_callback_url(app_context& app, const std::string& url) {
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(app.config.webhook_connect_timeout);
   auto resolving = resolve_callback_target(target, app.webhooks->policy(), timeout);
   auto resolved = co_await std::move(resolving);
-  if (resolved.endpoints.empty()) throw api_error(error_code::bad_request, "callback_url refused: " + resolved.refusal);
+  // Any forbidden address refuses the URL: a host that mixes public and private answers is suspect.
+  if (!resolved.refusal.empty()) throw api_error(error_code::bad_request, "callback_url refused: " + resolved.refusal);
 }
 
 std::optional<std::string> idempotency_key(const request& req) {

@@ -97,14 +97,17 @@ net::awaitable<resolved_target> resolve_callback_target(const core::callback_tar
     if (why.empty()) out.endpoints.emplace_back(a, t.port);
     else if (out.refusal.empty()) out.refusal = why;
   }
-  if (!out.endpoints.empty()) out.refusal.clear();
-  else if (out.refusal.empty()) out.refusal = "resolve: no address for " + t.host;
+  if (out.endpoints.empty() && out.refusal.empty()) out.refusal = "resolve: no address for " + t.host;
   co_return out;
 }
 
 outbound_http::outbound_http(const core::settings& config) : config_(config), tls_(net::ssl::context::tls_client) {
   tls_.set_default_verify_paths();
-  if (!config.webhook_ca_file.empty()) tls_.load_verify_file(config.webhook_ca_file);
+  if (!config.webhook_ca_file.empty()) {
+    boost::system::error_code ec;
+    tls_.load_verify_file(config.webhook_ca_file, ec);
+    if (ec) throw std::runtime_error("GATEWAY_WEBHOOK_CA_FILE '" + config.webhook_ca_file + "': " + ec.message());
+  }
   tls_.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 | net::ssl::context::no_sslv3 |
                    net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
 }

@@ -21,8 +21,11 @@
 namespace agw::gateway {
 
 struct resolved_target {
-  std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // only allowed ones
-  std::string refusal;                                    // why none is usable, when empty
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // only the allowed ones
+  // Why an address was refused (the first one), also when others were allowed:
+  // the POST-time check refuses a host with any forbidden address, the
+  // dispatcher connects to the allowed ones.
+  std::string refusal;
 };
 
 // Resolves `t.host` (IP literals need no lookup) and applies the policy to every address.
