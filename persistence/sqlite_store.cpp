@@ -262,7 +262,12 @@ void sqlite_store::append_events(const core::event_batch_record& b) {
 
 std::vector<core::stored_event> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {
   std::vector<core::stored_event> out;
-  auto st = db_.prepare("SELECT frames FROM event_batches WHERE session_id = ? AND last_id > ? ORDER BY first_id");
+  // Seek to the batch holding after_id + 1 (batches are contiguous ranges keyed by first_id)
+  // rather than scanning the session's log from its start.
+  auto st = db_.prepare(
+      "SELECT frames FROM event_batches WHERE session_id = ?1 AND last_id > ?2 AND first_id >= COALESCE("
+      "(SELECT first_id FROM event_batches WHERE session_id = ?1 AND first_id <= ?2 + 1 ORDER BY first_id DESC LIMIT 1), 0) "
+      "ORDER BY first_id");
   st.bind(1, session_id).bind(2, after_id);
   while (out.size() < limit && st.step()) {
     for (auto& e : core::split_stored_frames(st.text(0))) {
