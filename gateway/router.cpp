@@ -14,6 +14,7 @@ std::vector<std::string> split_pattern(std::string_view pattern) {
   std::vector<std::string> out;
   while (!pattern.empty()) {
     if (pattern.front() == '/') pattern.remove_prefix(1);
+    if (pattern.empty()) break;  // "/" is the root: no segments, as split() makes of a request for it
     auto slash = pattern.find('/');
     out.emplace_back(pattern.substr(0, slash));
     pattern.remove_prefix(slash == std::string_view::npos ? pattern.size() : slash);

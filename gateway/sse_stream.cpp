@@ -25,7 +25,12 @@ void sse_stream::deliver(const core::frame_batch& frames) {
   if (before > 0 && before + frames->size() > opts_.max_queued) {
     overflow_ = true;
     stats_.sse_slow_subscribers_dropped++;
-    net::post(executor_, [self = shared_from_this()] { self->signal_.cancel(); });
+    net::post(executor_, [self = shared_from_this()] {
+      self->signal_.cancel();
+      // A write stalled on a client that stopped reading would hold the connection until
+      // the write timeout: cut it now (what the kernel already holds still reaches the client).
+      if (self->writing_) self->writing_->cancel();
+    });
     return;
   }
   net::post(executor_, [self = shared_from_this(), frames] {
@@ -69,6 +74,11 @@ awaitable<bool> sse_stream::write_chunk(beast::tcp_stream& stream, const std::ve
   if (chunked_) buffers.emplace_back("\r\n", 2);
   // A deadline per write: a client that stops reading is dropped, a quiet one is not.
   stream.expires_after(opts_.write_timeout);
+  writing_ = &stream;
+  struct not_writing {
+    beast::tcp_stream*& at;
+    ~not_writing() { at = nullptr; }
+  } guard{writing_};
   auto [ec, written] = co_await net::async_write(stream, buffers, use_tuple);
   stream.expires_never();
   co_return !ec;
@@ -129,7 +139,7 @@ awaitable<sse_stream::end_reason> sse_stream::pump(beast::tcp_stream& stream, ht
       }
     }
     if (opts_.until_id && last_sent_ >= *opts_.until_id) finished = true;
-    if (!co_await write_chunk(stream, pieces)) co_return end_reason::client_gone;
+    if (!co_await write_chunk(stream, pieces)) co_return overflow_ ? end_reason::overflow : end_reason::client_gone;
     stats_.sse_frames_written += frames;
     if (!finished && closed_ && queue_.empty()) co_return end_reason::closed;
   }

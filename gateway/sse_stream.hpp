@@ -41,6 +41,7 @@ class sse_stream : public core::subscriber, public std::enable_shared_from_this<
   sse_stream(net::any_io_executor executor, core::metrics& stats, options opts);
 
   void deliver(const core::frame_batch& frames) override;
+  std::size_t backlog() const override { return queued_.load(); }
   void close(close_reason why) override;
 
   // Writes the response header and `preamble` (retry:, maybe reconnected), then
@@ -63,6 +64,7 @@ class sse_stream : public core::subscriber, public std::enable_shared_from_this<
   bool closed_ = false;
   bool chunked_ = true;
   std::int64_t last_sent_;
+  beast::tcp_stream* writing_ = nullptr;  // the connection while a frame write is in flight (this strand only)
 };
 
 }  // namespace agw::gateway

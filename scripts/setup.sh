@@ -9,7 +9,11 @@ packages=(
   libsqlite3-dev libspdlog-dev doctest-dev libssl-dev
   curl
   sqlite3  # the CLI: projection tests corrupt rows behind the server's back with it
+  chromium  # tests/browser drives it with playwright-core (which never downloads a browser)
 )
+# tests/browser runs on Node.js (>= 20) and npm: Debian's packages only when there is none.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -24,4 +28,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# tests/browser's node_modules, exactly as its lock file says; skipped while they match.
+browser_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+lock_sum="$(cat "$browser_dir/package-lock.json" "$browser_dir/package.json" | sha256sum | cut -d' ' -f1)"
+stamp="$browser_dir/node_modules/.setup-lock.sha256"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+  echo "setup: npm ci in tests/browser"
+  (cd "$browser_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sum" > "$stamp"
 fi

@@ -3,6 +3,7 @@
 // The session strand calls these; implementations must return at once (post to
 // their own executor, never block or write here) so one slow client never slows
 // the run or the other subscribers.
+#include <cstddef>
 #include <memory>
 
 #include "core/events/event_frame.hpp"
@@ -14,6 +15,10 @@ class subscriber {
   virtual ~subscriber() = default;
   // Frames in id order; a subscriber may see ids it already has (it skips them).
   virtual void deliver(const frame_batch& frames) = 0;
+  // Frames delivered that the subscriber has not taken yet (any thread; may be stale).
+  // A replay hands its ring tail over only when this is 0, so the tail never counts as
+  // a backlog on top of the page before it.
+  virtual std::size_t backlog() const { return 0; }
   enum class close_reason { session_deleted, draining };
   // End the stream: always when the session is gone; when draining, streams that
   // end with their run may finish it first.

@@ -185,9 +185,7 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                                                     std::exception_ptr error, std::pair<std::int64_t, std::vector<stored_event>> result) mutable {
                       if (self->closed_) return;
                       // The client left during the read: stop paging through the log for it.
-                      if (std::none_of(self->subscribers_.begin(), self->subscribers_.end(),
-                                       [&](const subscription& s) { return s.sub == sub; }))
-                        return;
+                      if (!self->is_subscribed(sub)) return;
                       if (error) {
                         // Without the log the replay cannot be complete: end the stream, the client retries.
                         self->unsubscribe(sub.get());
@@ -216,8 +214,11 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                       }
                       if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
                       if (!self->ring_holds_all_after(last)) {
-                        // More than a page, or the ring moved on while we read: read the next page.
-                        self->continue_replay(std::move(sub), last, info, nullptr);
+                        // More than a page, or the ring moved on while we read: read the next page,
+                        // once the subscriber has taken all but a page (the replay goes at the
+                        // reader's pace; it is not a backlog that should cut it as too slow).
+                        auto next = [self, sub, last, info] { self->continue_replay(sub, last, info, nullptr); };
+                        self->when_taken(sub, self->opts_.replay_page, std::move(next));
                         return;
                       }
                       self->finish_replay(sub, last);
@@ -225,11 +226,42 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
 }
 
 void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent) {
+  if (sub->backlog() > 0) {
+    // The log page just delivered is not taken yet: the ring tail on top of it would count
+    // as a slow subscriber's backlog (page + tail > queue) and cut a client reading at full
+    // speed. Hand the tail over once the writer has taken the page; the ring may move on
+    // meanwhile (live frames still skip this subscriber), so look again then.
+    auto next = [self = shared_from_this(), sub, last_sent] {
+      if (self->ring_holds_all_after(last_sent)) self->finish_replay(sub, last_sent);
+      else self->continue_replay(sub, last_sent, replay_info{}, nullptr);
+    };
+    when_taken(sub, 0, std::move(next));
+    return;
+  }
   auto tail = ring_.after(last_sent);
   if (!tail.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(tail)));
   // From here on the subscriber takes live frames like every other.
   for (auto& s : subscribers_)
     if (s.sub == sub) s.catching_up = false;
+}
+
+void session_channel::when_taken(const std::shared_ptr<subscriber>& sub, std::size_t allowed, std::function<void()> next,
+                                 std::chrono::milliseconds pause) {
+  if (sub->backlog() <= allowed) {
+    next();
+    return;
+  }
+  // Polled: the subscriber's writer runs on its own strand. 1 ms, then backing off to 32 ms
+  // for a reader that is really slow (its stalled write times out and unsubscribes it).
+  auto timer = std::make_shared<net::steady_timer>(strand_, pause);
+  timer->async_wait([self = shared_from_this(), timer, sub, allowed, next = std::move(next), pause](const boost::system::error_code&) mutable {
+    if (self->closed_ || !self->is_subscribed(sub)) return;
+    self->when_taken(sub, allowed, std::move(next), std::min(pause * 2, std::chrono::milliseconds(32)));
+  });
+}
+
+bool session_channel::is_subscribed(const std::shared_ptr<subscriber>& sub) const {
+  return std::any_of(subscribers_.begin(), subscribers_.end(), [&](const subscription& s) { return s.sub == sub; });
 }
 
 bool session_channel::ring_holds_all_after(std::int64_t after_id) const {

@@ -16,7 +16,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,6 +105,11 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   void continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
                        std::function<void(const replay_info&)> on_replay);
   void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent);
+  bool is_subscribed(const std::shared_ptr<subscriber>& sub) const;
+  // Calls `next` on the strand once `sub` has no more than `allowed` frames untaken (never
+  // if the channel closes or the subscriber leaves first).
+  void when_taken(const std::shared_ptr<subscriber>& sub, std::size_t allowed, std::function<void()> next,
+                  std::chrono::milliseconds pause = std::chrono::milliseconds(1));
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
   bool ring_holds_all_after(std::int64_t after_id) const;
   std::int64_t oldest_held() const;

@@ -8,6 +8,9 @@ awaitable<handler_result> healthz(request_context& ctx);
 awaitable<handler_result> readyz(request_context& ctx);
 awaitable<handler_result> metrics_text(request_context& ctx);
 
+// GET/HEAD /: the browser page (gateway/web/index.html).
+awaitable<handler_result> index_page(request_context& ctx);
+
 awaitable<handler_result> create_session(request_context& ctx);
 awaitable<handler_result> list_sessions(request_context& ctx);
 awaitable<handler_result> get_session(request_context& ctx);

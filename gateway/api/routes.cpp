@@ -9,6 +9,8 @@ void register_routes(app_context& app) {
   r.add(verb::get, "/healthz", api::healthz);
   r.add(verb::get, "/readyz", api::readyz);
   r.add(verb::get, "/metrics", api::metrics_text);
+  r.add(verb::get, "/", api::index_page);
+  r.add(verb::head, "/", api::index_page);
   r.add(verb::post, "/sessions", api::create_session);
   r.add(verb::get, "/sessions", api::list_sessions);
   r.add(verb::get, "/sessions/{}", api::get_session);

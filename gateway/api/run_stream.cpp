@@ -3,6 +3,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
 #include <charconv>
 
 #include "core/api_error.hpp"
@@ -40,9 +41,12 @@ struct subscription {
 };
 
 std::int64_t parse_cursor(std::string_view text) {
+  // Digits only: from_chars alone would take a sign ("-0" is not an event id).
+  if (text.empty() || text.front() < '0' || text.front() > '9')
+    throw api_error(error_code::bad_request, "Last-Event-ID must be a non-negative integer");
   std::int64_t n = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n < 0)
+  if (ec != std::errc{} || end != text.data() + text.size() || n < 0)
     throw api_error(error_code::bad_request, "Last-Event-ID must be a non-negative integer");
   return n;
 }
@@ -59,8 +63,13 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   auto decide = [channel, plan, opts, executor, &stats = app.stats]() mutable -> awaitable<subscription> {
     subscription out;
     out.last_event_id = channel->last_committed_id();
-    if (plan.cursor && *plan.cursor > out.last_event_id) {
+    // The session row's last_event_id moves in the commit's transaction, a moment before the
+    // channel releases the batch: a client may already have read an id up to the last one
+    // assigned (GET /sessions/{id}). Such a cursor is valid; the stream skips ids up to it.
+    const std::int64_t known = std::max(out.last_event_id, channel->last_assigned_id());
+    if (plan.cursor && *plan.cursor > known) {
       out.cursor_beyond = true;
+      out.last_event_id = known;  // for the error message
       co_return out;
     }
     const std::int64_t after = plan.cursor.value_or(out.last_event_id);

@@ -60,7 +60,7 @@ void print_help(std::FILE* out) {
                "                         (default: 1,64; streams: 100,1000)\n"
                "  --seconds S            duration of each measurement (default: 5, max 60)\n"
                "  --requests N           end each measurement after N requests instead\n"
-               "                         (still capped at 60 s)\n"
+               "                         (still capped at 60 s); resume: resumes per case and run (default: 1000)\n"
                "  --repeat R             runs per measurement; the median is reported (default: 3)\n"
                "  --warmup S             untimed warm-up per connection count (default: 0.5; 0 = none;\n"
                "                         streams: one untimed run of up to 100 streams unless 0)\n"
@@ -69,9 +69,14 @@ void print_help(std::FILE* out) {
                "  --binary PATH          server to start (default: %s)\n"
                "  --server-env KEY=VAL   extra environment for the started server (repeatable),\n"
                "                         e.g. --server-env GATEWAY_IO_THREADS=1\n"
-               "  --tokens K             streams: tokens per run, config.mock.tokens (default: 200)\n"
+               "  --tokens K             streams: tokens per run, config.mock.tokens (default: 200);\n"
+               "                         fanout: tokens of the measured run (default: 20000)\n"
                "  --rates LIST           streams: comma-separated token rates per stream, 'max' (no\n"
                "                         tokens_per_second) or tokens/s (default: max,20)\n"
+               "  --subscribers LIST     fanout: comma-separated subscriber counts (default: 1,100,1000);\n"
+               "                         idle: the number of idle subscriptions (default: 10000)\n"
+               "  --sessions N           idle: sessions the subscriptions are spread over (default: 100)\n"
+               "  --session-events E     resume: events in the resumed session (default: 5000)\n"
                "  --port N               drive a server already listening on 127.0.0.1:N instead\n"
                "                         (no CPU or RSS figures then)\n"
                "  --help                 this text\n"
@@ -96,6 +101,22 @@ void print_help(std::FILE* out) {
                "Errors are streams that were not 200, had no done, an error event, ids that were\n"
                "not consecutive, or not K tokens. Defaults take about 2 minutes; a rate-limited\n"
                "run lasts at least K/R s (--repeat 1 shortens it).\n"
+               "fanout: per S, S subscribers (GET /sessions/{id}/events, no Last-Event-ID) of one session\n"
+               "are connected and confirmed by a 10-token warm-up run whose done they all got, then one\n"
+               "max-speed run of --tokens K (default 20000) is POSTed; deliveries/s = events x S / (POST to\n"
+               "the last subscriber's done); server CPU per delivery and per million deliveries; client CPU\n"
+               "and its share of the wall time; errors = subscribers that missed any event or the done.\n"
+               "Server started with GATEWAY_SSE_HEARTBEAT_INTERVAL=2 (closed streams end quickly).\n"
+               "idle: --subscribers idle GET /events streams over --sessions sessions, heartbeat 1 s\n"
+               "(GATEWAY_SSE_HEARTBEAT_INTERVAL=1 unless --server-env says otherwise): server RSS before\n"
+               "and after opening them (KiB per subscription), then --repeat windows of --seconds (default\n"
+               "10) of idle heartbeats: server CPU (%% of one core, us per heartbeat), every stream still\n"
+               "open and heard from.\n"
+               "resume: a session of --session-events events; --requests (default 1000) resumes per case,\n"
+               "one at a time: connect + GET /events with Last-Event-ID N until the first replayed frame\n"
+               "(after `reconnected`), then close. Cases: ring (N within the last 100, another subscriber\n"
+               "keeps the ring), log (N below last-200), log-recent (N within the last 100 with no other\n"
+               "subscriber: the idle session released its ring). p50/p99 per run, median of --repeat runs.\n"
                "\n"
                "exit status: 0 ok; %d bad arguments; %d the server failed to start or died;\n"
                "%d more than 1%% of requests failed; %d interrupted; 1 other failure.\n",
@@ -158,6 +179,7 @@ bench_options parse_options(int argc, char** argv, bool& help) {
       if (o.connections.empty()) throw usage_error("--connections needs at least one count");
     } else if (flag == "--seconds") {
       o.seconds = parse_seconds(flag, value, 0.1, 60);
+      o.seconds_given = true;
     } else if (flag == "--requests") {
       o.requests = parse_unsigned(flag, value, 1, std::numeric_limits<std::uint32_t>::max());
     } else if (flag == "--repeat") {
@@ -175,18 +197,35 @@ bench_options parse_options(int argc, char** argv, bool& help) {
       if (eq == std::string::npos || eq == 0) throw usage_error("--server-env wants KEY=VALUE, got '" + value + "'");
       o.server_env[value.substr(0, eq)] = value.substr(eq + 1);
     } else if (flag == "--tokens") {
-      o.tokens = static_cast<unsigned>(parse_unsigned(flag, value, 1, 100000));
+      o.tokens = static_cast<unsigned>(parse_unsigned(flag, value, 1, 1000000));
+      o.tokens_given = true;
     } else if (flag == "--rates") {
       o.rates.clear();
       std::stringstream list(value);
       for (std::string item; std::getline(list, item, ',');)
         o.rates.push_back(item == "max" ? 0.0 : parse_seconds("--rates (tokens/s, or max)", item, 0.1, 100000));
       if (o.rates.empty()) throw usage_error("--rates needs at least one rate");
+    } else if (flag == "--subscribers") {
+      o.subscribers.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');)
+        o.subscribers.push_back(static_cast<unsigned>(parse_unsigned("--subscribers", item, 1, 100000)));
+      if (o.subscribers.empty()) throw usage_error("--subscribers needs at least one count");
+    } else if (flag == "--sessions") {
+      o.sessions = static_cast<unsigned>(parse_unsigned(flag, value, 1, 100000));
+    } else if (flag == "--session-events") {
+      o.session_events = static_cast<unsigned>(parse_unsigned(flag, value, 300, 1000000));
     } else if (flag == "--port") {
       o.port = static_cast<std::uint16_t>(parse_unsigned(flag, value, 1, 65535));
     } else {
       throw usage_error("unknown option '" + flag + "' (see --help)");
     }
+  }
+  // What the scenario needs from the server, unless --server-env said otherwise.
+  if (const scenario* s = find_scenario(o.scenario); s && !s->server_env_defaults.empty()) {
+    std::stringstream list{std::string(s->server_env_defaults)};
+    for (std::string item; std::getline(list, item, ',');)
+      if (auto eq = item.find('='); eq != std::string::npos) o.server_env.emplace(item.substr(0, eq), item.substr(eq + 1));
   }
   if (!o.connections_given) {
     const scenario* s = find_scenario(o.scenario);
@@ -290,9 +329,18 @@ int run(int argc, char** argv) {
   std::string per_measurement = chosen->describe ? chosen->describe(options)
                                  : options.requests ? std::to_string(options.requests) + " requests (max 60 s)"
                                                     : std::to_string(options.seconds).substr(0, 4) + " s";
-  std::printf("scenario %.*s: %s per measurement, %u run(s), %u client thread(s), connections", static_cast<int>(chosen->name.size()),
-              chosen->name.data(), per_measurement.c_str(), options.repeat, options.client_threads);
-  for (auto c : options.connections) std::printf(" %u", c);
+  if (chosen->uses_connections) {
+    std::printf("scenario %.*s: %s per measurement, %u run(s), %u client thread(s), connections", static_cast<int>(chosen->name.size()),
+                chosen->name.data(), per_measurement.c_str(), options.repeat, options.client_threads);
+    for (auto c : options.connections) std::printf(" %u", c);
+  } else {
+    std::printf("scenario %.*s: %s, %u run(s)", static_cast<int>(chosen->name.size()), chosen->name.data(), per_measurement.c_str(),
+                options.repeat);
+  }
+  if (!options.server_env.empty() && server) {
+    std::printf("; server environment:");
+    for (const auto& [k, v] : options.server_env) std::printf(" %s=%s", k.c_str(), v.c_str());
+  }
   std::printf("\n");
   std::fflush(stdout);
 

@@ -10,6 +10,12 @@ static const scenario registry[] = {
     {"sessions", "POST /sessions and GET /sessions/{id} over C keep-alive connections", run_sessions_scenario, "", nullptr},
     {"streams", "C concurrent runs (POST /sessions/{id}/messages) read as SSE to their done", run_streams_scenario, "100,1000",
      describe_streams_scenario},
+    {"fanout", "one max-speed run of N tokens delivered to S subscribers of one session (GET /events)", run_fanout_scenario, "",
+     describe_fanout_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=2", false},
+    {"idle", "10,000 idle GET /events subscriptions: server KiB per connection, CPU of heartbeats", run_idle_scenario, "",
+     describe_idle_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=1", false},
+    {"resume", "GET /events with Last-Event-ID: latency to the first replayed frame, from the ring and from the log",
+     run_resume_scenario, "", describe_resume_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=1", false},
 };
 
 std::span<const scenario> scenarios() { return registry; }

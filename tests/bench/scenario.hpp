@@ -33,7 +33,15 @@ struct bench_options {
   server_process::env_map server_env;  // extra GATEWAY_* for a started server
   // streams: tokens per run, and the token rates to run (0 = as fast as possible).
   unsigned tokens = 200;
+  bool tokens_given = false;  // false: fanout uses its own default (20000)
   std::vector<double> rates{0.0, 20.0};
+  bool seconds_given = false;  // false: idle measures 10 s windows
+  // fanout: subscriber counts (default 1,100,1000); idle: one count (default 10000).
+  std::vector<unsigned> subscribers;
+  // idle: sessions the subscriptions are spread over (default 100).
+  unsigned sessions = 0;
+  // resume: events in the resumed session (default 5000).
+  unsigned session_events = 0;
 };
 
 // What a scenario drives. server is null with --port: no CPU or RSS figures then.
@@ -55,6 +63,10 @@ struct scenario {
   std::string_view default_connections = "";
   // What one measurement is, for the start-up line; null: the request-count/seconds text.
   std::string (*describe)(const bench_options& options) = nullptr;
+  // Server environment the scenario needs ("K=V,K=V"), applied under --server-env
+  // (which wins) and over the bench's own defaults.
+  std::string_view server_env_defaults = "";
+  bool uses_connections = true;  // false: --connections means nothing to it (not printed)
 };
 
 std::span<const scenario> scenarios();
@@ -64,5 +76,11 @@ const scenario* find_scenario(std::string_view name);
 void run_sessions_scenario(const bench_options& options, bench_target& target, report& out);
 void run_streams_scenario(const bench_options& options, bench_target& target, report& out);
 std::string describe_streams_scenario(const bench_options& options);
+void run_fanout_scenario(const bench_options& options, bench_target& target, report& out);
+std::string describe_fanout_scenario(const bench_options& options);
+void run_idle_scenario(const bench_options& options, bench_target& target, report& out);
+std::string describe_idle_scenario(const bench_options& options);
+void run_resume_scenario(const bench_options& options, bench_target& target, report& out);
+std::string describe_resume_scenario(const bench_options& options);
 
 }  // namespace agw::bench

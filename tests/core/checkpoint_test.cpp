@@ -56,7 +56,7 @@ conversation_state full_state() {
   answer.status = "aborted";
   answer.created_at_ms = 0;
   state.messages = {user, assistant, tool, answer};
-  state.run = checkpoint_run{"run-1", "aborted", "m1", 1700000000000, 1700000000999, 41};
+  state.run = checkpoint_run{"run-1", "aborted", "m1", 1700000000000, 1700000000999, 41, "https://hooks.example/run"};
   return state;
 }
 
@@ -80,6 +80,7 @@ TEST_CASE("checkpoint: serialize/parse round trip with tool calls and optional f
   CHECK(parsed.run->started_at_ms == 1700000000000);
   CHECK(parsed.run->ended_at_ms == 1700000000999);
   CHECK(parsed.run->events_before == 41);
+  CHECK(parsed.run->callback_url == "https://hooks.example/run");
   // Serializing the parsed state gives the same text: nothing lost, nothing added.
   CHECK(serialize_checkpoint(parsed) == text);
 }
@@ -92,7 +93,7 @@ TEST_CASE("checkpoint: empty conversation, no run, running run without end") {
 
   conversation_state running;
   running.messages = {message("u", "user", "hi")};
-  running.run = checkpoint_run{"r", "running", "u", 10, std::nullopt, 0};
+  running.run = checkpoint_run{"r", "running", "u", 10, std::nullopt, 0, std::nullopt};
   const auto parsed = parse_checkpoint(serialize_checkpoint(running), "s");
   REQUIRE(parsed.run);
   CHECK_FALSE(parsed.run->ended_at_ms);

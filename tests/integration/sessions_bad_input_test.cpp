@@ -226,7 +226,8 @@ std::vector<bad_case> bad_cases() {
       {"filter with an empty key", get("/sessions?metadata.=x"), 400, "bad_request"},
       // --- routes and methods -----------------------------------------------------------
       {"unknown route", get("/nope"), 404, "not_found"},
-      {"root", get("/"), 404, "not_found"},
+      {"a path below the page at /", get("/index.html/x"), 404, "not_found"},
+      {"root with a method it does not take", raw_request("DELETE", "/", "", {}), 405, "method_not_allowed", false, "GET,HEAD"},
       {"unknown sub-resource", get("/sessions/{id}/nope"), 404, "not_found"},
       {"unknown route, POST with a body", raw_request("POST", "/nope", valid, json_headers), 404, "not_found"},
       {"routes are case-sensitive", get("/SESSIONS"), 404, "not_found"},

@@ -21,8 +21,14 @@ std::string http_reply::header(std::string_view name) const {
 
 boost::json::value http_reply::json() const { return boost::json::parse(body); }
 
-http_client::http_client(std::uint16_t port, std::chrono::milliseconds timeout) : timeout_(timeout) {
+http_client::http_client(std::uint16_t port, std::chrono::milliseconds timeout, int receive_buffer) : timeout_(timeout) {
   fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Before connect(), so that the handshake already advertises the small window and MSS.
+  if (receive_buffer > 0) {
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    int mss = 536;
+    setsockopt(fd_, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);

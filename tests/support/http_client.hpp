@@ -24,7 +24,10 @@ struct http_reply {
 
 class http_client {
  public:
-  explicit http_client(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // receive_buffer > 0 makes a small TCP window for slow-reader tests: SO_RCVBUF and a small
+  // MSS (TCP_MAXSEG 536) are set before connecting. The MSS matters on loopback: its 64 KiB
+  // MSS lets the server's send buffer autotune to megabytes, which would hide a stalled reader.
+  explicit http_client(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(10), int receive_buffer = 0);
   ~http_client();
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;

@@ -148,13 +148,16 @@ class sse_parser {
   void feed(std::string_view bytes) {
     body.append(bytes);
     line_buf_.append(bytes);
+    // Lines are cut from a moving start and the buffer compacted once: large reads stay linear.
+    std::size_t start = 0;
     for (;;) {
-      auto nl = line_buf_.find('\n');
+      auto nl = line_buf_.find('\n', start);
       if (nl == std::string::npos) break;
-      std::string line = line_buf_.substr(0, nl);
-      line_buf_.erase(0, nl + 1);
+      std::string line = line_buf_.substr(start, nl - start);
+      start = nl + 1;
       on_line(line);
     }
+    line_buf_.erase(0, start);
   }
 
   // True when a frame or a line is still incomplete.
@@ -298,7 +301,8 @@ class sse_parser {
 
 class sse_reader {
  public:
-  explicit sse_reader(std::uint16_t port) : client_(std::make_unique<http_client>(port, 15s)) {}
+  explicit sse_reader(std::uint16_t port, int receive_buffer = 0)
+      : client_(std::make_unique<http_client>(port, 15s, receive_buffer)) {}
 
   // Sends the request and reads the status line and headers. A non-chunked
   // answer (an error) has its body read at once into `head.body`.

@@ -1,0 +1,239 @@
+// A subscriber that stops reading is cut without slowing the run or the other
+// followers, and resumes without loss; deleting a session ends its followers.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/gateway_process.hpp"
+#include "tests/support/http_client.hpp"
+#include "tests/support/resume_support.hpp"
+#include "tests/support/sse_reader.hpp"
+
+using namespace agw::test;
+using namespace agw::test::resume;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<const sse_frame*> numbered(const sse_parser& p) {
+  std::vector<const sse_frame*> out;
+  for (const auto& f : p.frames)
+    if (f.id) out.push_back(&f);
+  return out;
+}
+
+// Empty when the numbered frames are consecutive from after_id + 1 and byte-identical to `ref`'s.
+std::string sequence_problem(const sse_parser& p, std::int64_t after_id, const reference& ref) {
+  std::int64_t want = after_id + 1;
+  for (const auto* f : numbered(p)) {
+    if (*f->id != want) return "id " + std::to_string(*f->id) + " where " + std::to_string(want) + " was due";
+    if (want > ref.last()) return "id " + std::to_string(want) + " beyond the reference";
+    if (f->raw != ref.at(want).raw) return "frame " + std::to_string(want) + " differs: " + f->raw;
+    ++want;
+  }
+  return "";
+}
+
+// One run followed by a fast reader (and the run's own POST stream, also read);
+// returns the time from the POST to the follower's done.
+struct followed_run {
+  std::unique_ptr<sse_reader> post;
+  std::unique_ptr<sse_reader> fast;
+  std::chrono::milliseconds fast_done{0};
+};
+
+followed_run follow_run(std::uint16_t port, const std::string& sid) {
+  followed_run out;
+  out.fast = open_events(port, sid);
+  REQUIRE(out.fast->head.status == 200);
+  const auto t0 = clock_type::now();
+  out.post = runs::start_message(port, sid, "steady");
+  REQUIRE(out.post->head.status == 200);
+  std::vector<sse_reader*> readers{out.fast.get(), out.post.get()};
+  std::optional<clock_type::time_point> fast_at;
+  auto left = pump_all(
+      readers,
+      [&](std::size_t i) {
+        if (i == 0 && !fast_at && out.fast->parser.has_done()) fast_at = clock_type::now();
+        return i == 0 ? out.fast->parser.has_done() : out.post->ended;
+      },
+      60s);
+  INFO("fast follower: " << out.fast->parser.frames.size() << " frames, eof " << out.fast->eof << "; post: "
+                         << out.post->parser.frames.size() << " frames, eof " << out.post->eof);
+  REQUIRE(left.empty());
+  out.fast_done = std::chrono::duration_cast<std::chrono::milliseconds>(*fast_at - t0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("resume: a stalled subscriber slows neither the run nor a fast one; it is cut and resumes without loss") {
+  // A queue of 1024 frames per subscriber, and a stalled reader with a small TCP window
+  // (~30 KB of frames fit in the kernel buffers): its queue overflows a second into the
+  // run. (A queue below the commit batch size, 256, would also cut readers that keep up
+  // whenever two batches land before their writer wakes, e.g. after a slow commit.)
+  gateway_process gw(gateway_process::env_map{{"GATEWAY_SSE_SUBSCRIBER_QUEUE", "1024"}});
+  const auto port = gw.port();
+  const char* mock = R"({"tokens":6000,"tokens_per_second":2000})";
+
+  // The same run without a stalled subscriber, for comparison.
+  const std::string baseline_sid = runs::create_mock_session(port, mock);
+  auto baseline = follow_run(port, baseline_sid);
+
+  const std::string sid = runs::create_mock_session(port, mock);
+  auto stalled = open_events(port, sid, std::nullopt, cursor_via::header, /*receive_buffer=*/2048);
+  REQUIRE(stalled->head.status == 200);
+  const double dropped_before = metric(port, "gateway_sse_slow_subscribers_dropped_total");
+  // From here the stalled subscriber reads nothing until the run is over.
+  auto run = follow_run(port, sid);
+  const std::string run_id = run.post->head.header("X-Run-Id");
+  runs::check_run_stream(*run.post, run_id);
+  const reference ref = reference_from(run.post->parser);
+  REQUIRE(ref.last() == 6003);
+  const std::string fast_problem = sequence_problem(run.fast->parser, 0, ref);
+  CHECK_MESSAGE(fast_problem.empty(), fast_problem);
+  CHECK(run.fast->parser.count("token") == 6000);
+  CHECK(runs::get_session(port, sid).at("run").is_null());  // the run is over while the stalled one still is
+  MESSAGE("fast follower done after " << run.fast_done.count() << " ms with a stalled subscriber, "
+                                      << baseline.fast_done.count() << " ms without");
+  // Generous: the run is paced (3 s); a stalled subscriber that held it would take far longer.
+  CHECK(run.fast_done < baseline.fast_done * 3 + 10s);
+
+  // The server gave up on the stalled subscriber (its queue overflowed) ...
+  CHECK(metric(port, "gateway_sse_slow_subscribers_dropped_total") == dropped_before + 1);
+  // ... and closed its connection at once, though the stalled write had not finished:
+  // open are only the two fast followers (this run's and the baseline's).
+  CHECK(runs::eventually([&] { return metric(port, "gateway_sse_streams_open") == 2; }, 10s));
+  // ... and after what the kernel buffered, its connection ends.
+  const auto drain_start = clock_type::now();
+  stalled->read_until([](const sse_parser&) { return false; }, 20s);
+  const auto drained_in = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - drain_start);
+  const auto got = numbered(stalled->parser);
+  MESSAGE("the stalled subscriber had " << got.size() << " whole events (" << stalled->raw.size()
+                                        << " bytes) buffered; drained and closed in " << drained_in.count() << " ms");
+  CHECK(stalled->eof);
+  CHECK(!stalled->parser.has_done());
+  REQUIRE(got.size() < static_cast<std::size_t>(ref.last()));
+  const std::string prefix_problem = sequence_problem(stalled->parser, 0, ref);
+  CHECK_MESSAGE(prefix_problem.empty(), prefix_problem);
+
+  // It resumes from the last event it fully received and gets the rest, nothing lost.
+  const std::int64_t cursor = got.empty() ? 0 : *got.back()->id;
+  auto resumed = open_events(port, sid, cursor);
+  REQUIRE(resumed->head.status == 200);
+  const bool complete = read_numbered(*resumed, static_cast<std::size_t>(ref.last() - cursor), 20s);
+  INFO("resumed from " << cursor << ": " << resumed->parser.frames.size() << " frames, last id " << resumed->parser.last_id()
+                       << ", eof " << resumed->eof << ", ended " << resumed->ended
+                       << ", dropped so far: " << metric(port, "gateway_sse_slow_subscribers_dropped_total"));
+  REQUIRE(complete);
+  const std::string why = resume_problem(*resumed, cursor, ref);
+  CHECK_MESSAGE(why.empty(), why);
+  // Reading at full speed, the resume was not taken for a slow subscriber.
+  CHECK(metric(port, "gateway_sse_slow_subscribers_dropped_total") == dropped_before + 1);
+}
+
+TEST_CASE("resume: deleting a session mid-run ends every follower with the aborted run's done, then closes it") {
+  gateway_process gw;
+  const auto port = gw.port();
+  const std::string sid = runs::create_mock_session(port, R"({"tokens":2000,"tokens_per_second":100})");
+  auto before = open_events(port, sid);  // live only, from before the run
+  REQUIRE(before->head.status == 200);
+  auto post = runs::start_message(port, sid, "soon gone");
+  REQUIRE(post->head.status == 200);
+  const std::string run_id = post->head.header("X-Run-Id");
+  REQUIRE(post->read_until([](const sse_parser& p) { return p.count("token") >= 3; }, 10s));
+  auto from_zero = open_events(port, sid, std::int64_t{0});             // replay, then live
+  auto from_two = open_events(port, sid, std::int64_t{2}, cursor_via::query);
+  auto post_resume = open_post_resume(port, sid, "1", R"({"content":"soon gone"})");  // follows the live run
+  for (auto* r : {from_zero.get(), from_two.get(), post_resume.get()}) REQUIRE(r->head.status == 200);
+  CHECK(post_resume->head.header("X-Run-Id") == run_id);
+
+  struct follower {
+    const char* name;
+    sse_reader* reader;
+    std::int64_t after;
+    bool is_run_stream;  // ends with the run's done and the last chunk
+  };
+  const std::vector<follower> followers{{"GET /events, no cursor", before.get(), 0, false},
+                                        {"GET /events, Last-Event-ID 0", from_zero.get(), 0, false},
+                                        {"GET /events?last_event_id=2", from_two.get(), 2, false},
+                                        {"POST resume from 1", post_resume.get(), 1, true},
+                                        {"the run's own POST", post.get(), 0, true}};
+  std::vector<sse_reader*> all;
+  for (const auto& f : followers) all.push_back(f.reader);
+  // Every follower is live (has a token beyond the first few) before the DELETE.
+  auto not_live = pump_all(all, [&](std::size_t i) { return all[i]->parser.count("token") >= 5; }, 15s);
+  REQUIRE(not_live.empty());
+
+  auto deleted = http_call(port, "DELETE", "/sessions/" + sid);
+  REQUIRE(deleted.status == 204);
+  auto open = pump_all(all, [&](std::size_t i) { return all[i]->ended || all[i]->eof; }, 10s);
+  CHECK(open.empty());
+
+  const auto& reference_stream = post->parser;
+  reference ref = reference_from(reference_stream);
+  for (const auto& f : followers) {
+    CAPTURE(f.name);
+    const auto& p = f.reader->parser;
+    INFO("stream: " << p.body.substr(p.body.size() > 600 ? p.body.size() - 600 : 0));
+    for (const auto& problem : p.problems) FAIL_CHECK("SSE format: " << problem);
+    const auto frames = numbered(p);
+    REQUIRE(frames.size() >= 3);
+    // The final events: status aborted, usage, done (aborted, holding what was streamed).
+    const auto n = frames.size();
+    CHECK(frames[n - 3]->event == "status");
+    CHECK(frames[n - 3]->obj().at("status") == "aborted");
+    CHECK(frames[n - 2]->event == "usage");
+    CHECK(frames[n - 1]->event == "done");
+    CHECK(p.count("done") == 1);
+    const auto& answer = frames[n - 1]->obj().at("assistant_data").as_object();
+    CHECK(answer.at("status") == "aborted");
+    CHECK(frames[n - 1]->field("run_id") == run_id);
+    if (f.after < 2) CHECK(answer.at("content") == runs::jstr(p.tokens()));  // from 2 the first token was skipped
+    // The same events, byte for byte, as the run's own stream.
+    const std::string why = sequence_problem(p, f.after, ref);
+    CHECK_MESSAGE(why.empty(), why);
+    CHECK(*frames.back()->id == ref.last());
+    // Then the stream ends: a run's stream with its last chunk; a GET follower by the
+    // server closing the connection.
+    if (f.is_run_stream) {
+      CHECK(f.reader->ended);
+      CHECK(f.reader->decoder.finished());
+    } else {
+      CHECK((f.reader->ended || f.reader->eof));
+      if (!f.reader->eof) CHECK(f.reader->client().closed_by_peer(5s));
+    }
+  }
+
+  // The session is gone for every way of following it.
+  fixtures::check_error(http_call(port, "GET", "/sessions/" + sid), 404, "not_found");
+  fixtures::check_error(http_call(port, "GET", events_path(sid), {}, {}), 404, "not_found");
+  fixtures::check_error(http_call(port, "GET", events_path(sid), {}, {{"Last-Event-ID", "0"}}), 404, "not_found");
+  fixtures::check_error(http_call(port, "POST", runs::messages_path(sid), R"({"content":"x"})",
+                                  {{"Content-Type", "application/json"}, {"Last-Event-ID", "0"}}),
+                        404, "not_found");
+}
+
+TEST_CASE("resume: deleting an idle session closes its followers") {
+  gateway_process gw;
+  const auto port = gw.port();
+  const std::string sid = runs::create_mock_session(port, R"({"tokens":3})");
+  runs::run_message(port, sid, "x");
+  auto live_only = open_events(port, sid);
+  auto replayed = open_events(port, sid, std::int64_t{0});
+  REQUIRE(live_only->head.status == 200);
+  REQUIRE(replayed->head.status == 200);
+  REQUIRE(read_numbered(*replayed, 6));
+  REQUIRE(http_call(port, "DELETE", "/sessions/" + sid).status == 204);
+  std::vector<sse_reader*> all{live_only.get(), replayed.get()};
+  auto open = pump_all(all, [&](std::size_t i) { return all[i]->ended || all[i]->eof; }, 10s);
+  CHECK(open.empty());
+  // No run was live: there is no final event, the streams just end.
+  CHECK(live_only->parser.frames.empty());
+  CHECK(replayed->parser.frames.size() == 7);
+  for (auto* r : all) {
+    for (const auto& problem : r->parser.problems) FAIL_CHECK("SSE format: " << problem);
+    CHECK(!r->parser.partial());
+  }
+}
