@@ -58,7 +58,7 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   auto error = make_event_frame(last + 1, "error", state.run->id,
                                 {{"code", "interrupted"}, {"message", "the server stopped while this run was live"}});
   auto done = make_event_frame(last + 2, "done", state.run->id, {{"assistant_data", message_json(answer)}});
-  c.append_events({s.id, last + 1, last + 2, error.text + done.text, now_ms()});
+  c.append_segment({s.id, last + 1, last + 2, error.text + done.text, now_ms()});
   return true;
 }
 
@@ -66,6 +66,16 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
 
 recovery_report recover_at_startup(store_connection& c) {
   recovery_report report;
+  // First what only the journal held (the process stopped before those frames reached
+  // a segment): everything below reads segments.
+  c.begin_batch();
+  try {
+    report.journal_rows_folded = c.fold_journal();
+    c.commit_batch();
+  } catch (...) {
+    c.rollback_batch();
+    throw;  // without it, replays and run repair would miss committed events
+  }
   for (const auto& id : c.all_session_ids()) {
     c.begin_batch();
     try {

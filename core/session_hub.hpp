@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "core/agents/agent.hpp"
+#include "core/events/journal_claims.hpp"
 #include "core/metrics.hpp"
 #include "core/runs/session_channel.hpp"
 #include "core/settings.hpp"
@@ -23,8 +24,8 @@ namespace agw::core {
 
 class session_hub {
  public:
-  session_hub(boost::asio::any_io_executor executor, store_executor& store, metrics& stats, const settings& config,
-              tool_runner& tools);
+  session_hub(boost::asio::any_io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
+              const settings& config, tool_runner& tools);
 
   using live_view = session_channel::snapshot_view;
 
@@ -44,6 +45,7 @@ class session_hub {
  private:
   boost::asio::any_io_executor executor_;
   store_executor& store_;
+  journal_claims& claims_;
   metrics& stats_;
   const settings& config_;
   tool_runner& tools_;

@@ -53,8 +53,20 @@ class store_connection {
   virtual void insert_checkpoint(const checkpoint_record& c) = 0;
   virtual std::optional<checkpoint_record> latest_checkpoint(std::string_view thread_id) = 0;
 
-  // Event log: batches of serialized frames, several per row.
-  virtual void append_events(const event_batch_record& batch) = 0;  // also advances sessions.last_event_id
+  // Event log (docs/streaming.md, "The event log"). A session's events live in
+  // segments: rows of consecutive serialized frames, clustered by session. Small
+  // batches go first to the journal, one table in commit order shared by every
+  // session, and reach a segment later; the journal is read only by the start-up fold.
+  virtual void append_segment(const event_batch_record& segment) = 0;
+  virtual std::int64_t append_journal(const event_batch_record& batch) = 0;  // returns the row's journal seq
+  // Removes the oldest journal rows below `keep_from_seq` (below any seq when none is
+  // given), at most truncate_batch of them per call: a cut is a bounded piece of work.
+  static constexpr std::size_t truncate_batch = 4096;
+  virtual void truncate_journal(std::optional<std::int64_t> keep_from_seq) = 0;
+  // Start-up: moves what only the journal holds into segments, then empties it.
+  // Returns the number of journal rows that were folded.
+  virtual std::size_t fold_journal() = 0;
+  // Segments only: the caller adds what it holds in memory of the journal.
   virtual std::vector<stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) = 0;
   virtual std::int64_t oldest_event_id(std::string_view session_id) = 0;  // 0: none held
   virtual void trim_events(std::string_view session_id, std::int64_t keep_from_id) = 0;

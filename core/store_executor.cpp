@@ -49,6 +49,7 @@ void store_executor::writer_loop(store_connection& c) {
   std::vector<job> batch;
   std::vector<std::exception_ptr> errors;
   auto last_commit = std::chrono::steady_clock::now() - opts_.min_commit_interval;
+  auto maintenance_due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
   for (;;) {
     batch.clear();
     {
@@ -73,6 +74,10 @@ void store_executor::writer_loop(store_connection& c) {
     std::exception_ptr batch_error;
     try {
       c.begin_batch();
+      if (opts_.maintenance && last_commit >= maintenance_due) {
+        maintenance_due = last_commit + opts_.maintenance_interval;
+        run_maintenance(c);
+      }
       for (std::size_t i = 0; i < batch.size(); ++i) {
         c.savepoint();
         try {
@@ -97,6 +102,19 @@ void store_executor::writer_loop(store_connection& c) {
       }
     }
     for (std::size_t i = 0; i < batch.size(); ++i) batch[i].finish(batch_error ? batch_error : errors[i]);
+  }
+}
+
+void store_executor::run_maintenance(store_connection& c) {
+  c.savepoint();
+  try {
+    opts_.maintenance(c);
+    c.release_savepoint();
+  } catch (const std::exception& e) {
+    // Housekeeping may wait for the next interval; the batch's jobs still commit.
+    spdlog::warn("store: maintenance failed: {}", e.what());
+    c.rollback_to_savepoint();
+    c.release_savepoint();
   }
 }
 

@@ -46,6 +46,10 @@ class store_executor {
     // Under load, commits are at least this far apart (jobs wait up to this long
     // to share a commit); an idle writer commits a new job at once.
     std::chrono::microseconds min_commit_interval{1000};
+    // Housekeeping the writer runs inside a batch (its own savepoint) at most once per
+    // interval, only while it has jobs anyway: for example cutting the event journal.
+    std::function<void(store_connection&)> maintenance{};
+    std::chrono::milliseconds maintenance_interval{1000};
   };
 
   store_executor(connection_factory make_connection, options opts);
@@ -125,6 +129,7 @@ class store_executor {
 
   void push(queue& q, job j);
   void writer_loop(store_connection& c);
+  void run_maintenance(store_connection& c);
   void reader_loop(store_connection& c);
 
   options opts_;

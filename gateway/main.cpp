@@ -13,6 +13,7 @@
 #include "persistence/migrations.hpp"
 #include "persistence/sqlite_store.hpp"
 #include "persistence/projection_rebuild.hpp"
+#include "persistence/wal_checkpointer.hpp"
 
 namespace {
 
@@ -69,9 +70,17 @@ int main(int argc, char** argv) {
         spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
                      report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
-    agw::core::store_executor store([&] { return std::make_unique<agw::persistence::sqlite_store>(config.db_path); },
-                                    agw::core::store_executor::options{});
-    agw::gateway::server server(config, store);
+    // The journal may be cut below the oldest row some session still needs (journal_claims.hpp).
+    agw::core::journal_claims claims;
+    agw::core::store_executor::options store_options;
+    store_options.maintenance = [&claims](agw::core::store_connection& c) { c.truncate_journal(claims.oldest()); };
+    store_options.maintenance_interval = std::chrono::milliseconds(100);
+    // Checkpoints run on their own thread, never inside a commit (wal_checkpointer.hpp).
+    agw::persistence::wal_checkpointer checkpointer(config.db_path, std::chrono::milliseconds(200));
+    agw::core::store_executor store(
+        [&] { return std::make_unique<agw::persistence::sqlite_store>(config.db_path, /*auto_checkpoint=*/false); },
+        store_options);
+    agw::gateway::server server(config, store, claims);
     int code = server.run();
     // Every queued write is committed before the process exits; completions land in
     // the stopped io_context, which is destroyed (with the server) only afterwards.

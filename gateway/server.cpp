@@ -6,13 +6,13 @@
 
 namespace agw::gateway {
 
-server::server(const core::settings& config, core::store_executor& store)
+server::server(const core::settings& config, core::store_executor& store, core::journal_claims& claims)
     : config_(config),
       stats_(),
       ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
       tools_(core::make_builtin_tools()),
       tool_runner_(tools_, 2, config.tool_timeout),
-      hub_(ioc_.get_executor(), store, stats_, config, tool_runner_),
+      hub_(ioc_.get_executor(), store, claims, stats_, config, tool_runner_),
       webhooks_(ioc_.get_executor(), store, config, stats_),
       app_{config, store, stats_, hub_, {}, {}, &webhooks_},
       signals_(ioc_, SIGINT, SIGTERM) {

@@ -21,7 +21,7 @@ namespace agw::gateway {
 
 class server {
  public:
-  server(const core::settings& config, core::store_executor& store);
+  server(const core::settings& config, core::store_executor& store, core::journal_claims& claims);
   ~server();
   // Serves until a signal ends the drain; returns the process exit code.
   int run();

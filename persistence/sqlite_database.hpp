@@ -47,7 +47,9 @@ class statement {
 class sqlite_database {
  public:
   // Opens (creating) the file in WAL mode with foreign keys and a busy timeout.
-  explicit sqlite_database(const std::string& path);
+  // Without auto_checkpoint, commits never copy the WAL back themselves: a
+  // wal_checkpointer does it off the writer's path.
+  explicit sqlite_database(const std::string& path, bool auto_checkpoint = true);
   ~sqlite_database();
   sqlite_database(const sqlite_database&) = delete;
   sqlite_database& operator=(const sqlite_database&) = delete;

@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <charconv>
+#include <limits>
 
 namespace agw::persistence {
 namespace {
@@ -24,7 +25,11 @@ core::string_map map_from_json(const std::string& text) {
 
 constexpr const char* session_columns =
     "s.id, s.thread_id, s.title, s.status, s.agent_name, s.config, s.scopes, s.metadata, s.created_at, s.updated_at, "
-    "s.last_event_id, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)";
+    // The last id is the newest segment's (the column is not moved per commit; the journal
+    // is folded into segments at start-up, and a live session's channel knows better).
+    "max(s.last_event_id, COALESCE((SELECT b.last_id FROM event_batches b WHERE b.session_id = s.id "
+    "ORDER BY b.first_id DESC LIMIT 1), 0)), "
+    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)";
 
 core::session_record read_session(const statement& st) {
   core::session_record s;
@@ -65,7 +70,7 @@ core::message_record read_message(const statement& st) {
 
 }  // namespace
 
-sqlite_store::sqlite_store(const std::string& path) : db_(path) {}
+sqlite_store::sqlite_store(const std::string& path, bool auto_checkpoint) : db_(path, auto_checkpoint) {}
 
 void sqlite_store::begin_batch() { db_.prepare("BEGIN IMMEDIATE").run(); }
 void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
@@ -169,7 +174,10 @@ bool sqlite_store::update_session(const core::session_record& s) {
 
 bool sqlite_store::delete_session(std::string_view id) {
   db_.prepare("DELETE FROM sessions WHERE id = ?").bind(1, id).run();
-  return db_.changes() > 0;
+  const bool deleted = db_.changes() > 0;
+  // The journal has no foreign key (nor index: it is small, and deletes are rare).
+  if (deleted) db_.prepare("DELETE FROM event_journal WHERE session_id = ?").bind(1, id).run();
+  return deleted;
 }
 
 std::vector<std::string> sqlite_store::all_session_ids() {
@@ -249,7 +257,7 @@ std::optional<core::checkpoint_record> sqlite_store::latest_checkpoint(std::stri
   return core::checkpoint_record{st.text(0), st.text(2), st.int64(1), st.text(3), st.int64(4)};
 }
 
-void sqlite_store::append_events(const core::event_batch_record& b) {
+void sqlite_store::append_segment(const core::event_batch_record& b) {
   db_.prepare("INSERT INTO event_batches (session_id, first_id, last_id, frames, created_at) VALUES (?, ?, ?, ?, ?)")
       .bind(1, b.session_id)
       .bind(2, b.first_id)
@@ -257,7 +265,74 @@ void sqlite_store::append_events(const core::event_batch_record& b) {
       .bind_blob(4, b.frames)
       .bind(5, b.created_at_ms)
       .run();
-  db_.prepare("UPDATE sessions SET last_event_id = max(last_event_id, ?) WHERE id = ?").bind(1, b.last_id).bind(2, b.session_id).run();
+}
+
+std::int64_t sqlite_store::append_journal(const core::event_batch_record& b) {
+  db_.prepare("INSERT INTO event_journal (session_id, first_id, last_id, frames, created_at) VALUES (?, ?, ?, ?, ?)")
+      .bind(1, b.session_id)
+      .bind(2, b.first_id)
+      .bind(3, b.last_id)
+      .bind_blob(4, b.frames)
+      .bind(5, b.created_at_ms)
+      .run();
+  return sqlite3_last_insert_rowid(db_.handle());
+}
+
+void sqlite_store::truncate_journal(std::optional<std::int64_t> keep_from_seq) {
+  // At most truncate_batch rows per call, so one cut never holds the writer (and every
+  // commit behind it) for long; the writer's maintenance calls it often.
+  if (keep_from_seq)
+    db_.prepare("DELETE FROM event_journal WHERE seq < min(?1, (SELECT min(seq) FROM event_journal) + ?2)")
+        .bind(1, *keep_from_seq)
+        .bind(2, static_cast<std::int64_t>(truncate_batch))
+        .run();
+  else
+    db_.prepare("DELETE FROM event_journal WHERE seq < (SELECT min(seq) FROM event_journal) + ?1")
+        .bind(1, static_cast<std::int64_t>(truncate_batch))
+        .run();
+}
+
+std::size_t sqlite_store::fold_journal() {
+  std::vector<core::event_batch_record> rows;
+  {
+    auto st = db_.prepare_uncached("SELECT session_id, first_id, last_id, frames, created_at FROM event_journal ORDER BY session_id, seq");
+    while (st.step()) rows.push_back({st.text(0), st.int64(1), st.int64(2), st.text(3), st.int64(4)});
+  }
+  // Per session: the rows after its newest segment, consecutive, become one segment.
+  std::optional<core::event_batch_record> segment;
+  std::string session;
+  std::int64_t segmented_through = 0;
+  auto write = [&] {
+    if (segment) append_segment(*segment);
+    segment.reset();
+  };
+  for (auto& r : rows) {
+    if (r.session_id != session) {
+      write();
+      session = r.session_id;
+      auto exists = db_.prepare("SELECT 1 FROM sessions WHERE id = ?");
+      exists.bind(1, r.session_id);
+      // A deleted session's rows are dropped with the journal.
+      segmented_through = exists.step() ? 0 : std::numeric_limits<std::int64_t>::max();
+      if (segmented_through == 0) {
+        auto newest = db_.prepare("SELECT last_id FROM event_batches WHERE session_id = ? ORDER BY first_id DESC LIMIT 1");
+        newest.bind(1, r.session_id);
+        if (newest.step()) segmented_through = newest.int64(0);
+      }
+    }
+    if (r.last_id <= segmented_through) continue;  // already in a segment
+    if (segment && r.first_id != segment->last_id + 1) write();
+    if (!segment) {
+      segment = std::move(r);
+      continue;
+    }
+    segment->last_id = r.last_id;
+    segment->frames += r.frames;
+    segment->created_at_ms = std::max(segment->created_at_ms, r.created_at_ms);
+  }
+  write();
+  db_.prepare("DELETE FROM event_journal").run();
+  return rows.size();
 }
 
 std::vector<core::stored_event> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {
@@ -286,6 +361,12 @@ std::int64_t sqlite_store::oldest_event_id(std::string_view session_id) {
 }
 
 void sqlite_store::trim_events(std::string_view session_id, std::int64_t keep_from_id) {
+  // The session's last id is read from its newest segment: keep the sequence where it is
+  // should a cut ever take every segment.
+  auto newest = db_.prepare("SELECT last_id FROM event_batches WHERE session_id = ? ORDER BY first_id DESC LIMIT 1");
+  newest.bind(1, session_id);
+  if (newest.step() && newest.int64(0) < keep_from_id)
+    db_.prepare("UPDATE sessions SET last_event_id = max(last_event_id, ?) WHERE id = ?").bind(1, newest.int64(0)).bind(2, session_id).run();
   // Whole batches only: a batch partly below the cut is kept, so retention is "at least".
   db_.prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id < ?").bind(1, session_id).bind(2, keep_from_id).run();
 }

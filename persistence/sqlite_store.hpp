@@ -11,7 +11,8 @@ namespace agw::persistence {
 class sqlite_store final : public core::store_connection {
  public:
   // Opens the file; the first connection of a process should call migrate() on it.
-  explicit sqlite_store(const std::string& path);
+  // auto_checkpoint: see sqlite_database (off when a wal_checkpointer runs).
+  explicit sqlite_store(const std::string& path, bool auto_checkpoint = true);
 
   void begin_batch() override;
   void commit_batch() override;
@@ -35,7 +36,10 @@ class sqlite_store final : public core::store_connection {
   void insert_checkpoint(const core::checkpoint_record& c) override;
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override;
 
-  void append_events(const core::event_batch_record& batch) override;
+  void append_segment(const core::event_batch_record& segment) override;
+  std::int64_t append_journal(const core::event_batch_record& batch) override;
+  void truncate_journal(std::optional<std::int64_t> keep_from_seq) override;
+  std::size_t fold_journal() override;
   std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override;
   std::int64_t oldest_event_id(std::string_view session_id) override;
   void trim_events(std::string_view session_id, std::int64_t keep_from_id) override;

@@ -17,7 +17,7 @@ namespace agw::core {
 namespace net = boost::asio;
 
 session_channel::session_channel(net::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
-                                 store_executor& store, metrics& stats, options opts)
+                                 store_executor& store, journal_claims& claims, metrics& stats, options opts)
     : strand_(net::make_strand(executor)),
       session_id_(std::move(session_id)),
       store_(store),
@@ -26,7 +26,9 @@ session_channel::session_channel(net::any_io_executor executor, std::string sess
       next_id_(last_event_id + 1),
       committed_id_(last_event_id),
       closed_(opts.deleted),
-      ring_(opts.ring_size) {
+      ring_(opts.ring_size),
+      claim_(claims.make_claim()),
+      segment_timer_(strand_) {
   snapshot_.last_event_id = last_event_id;
 }
 
@@ -39,7 +41,9 @@ std::int64_t session_channel::publish(std::string_view run_id, std::string_view 
 }
 
 void session_channel::flush() {
-  if (in_flight_ || pending_.empty() || closed_) return;
+  if (in_flight_ || closed_) return;
+  const bool segment_now = segment_due_ && !unsegmented_.empty();
+  if (pending_.empty() && !segment_now) return;
   in_flight_ = true;
   // A bounded batch: one log row and one delivery per subscriber stay small, and
   // the rest commits right behind it.
@@ -49,29 +53,48 @@ void session_channel::flush() {
   in_flight_count_ = batch->size();
   if (deleting_) {
     // The session's rows are gone: the run's last events go to its followers only.
-    net::post(strand_, [self = shared_from_this(), batch] { self->on_committed(batch, nullptr); });
+    net::post(strand_, [self = shared_from_this(), batch] { self->on_committed(batch, nullptr, true); });
     return;
   }
+  // A segment when the journaled tail is big or old enough, or the run ends (an idle
+  // session then holds nothing journal-only); otherwise one cheap journal append.
+  const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == "done"; });
+  const bool as_segment = segment_now || ends_run || unsegmented_.size() + batch->size() >= opts_.segment_frames;
   event_batch_record record;
   record.session_id = session_id_;
-  record.first_id = batch->front()->id;
-  record.last_id = batch->back()->id;
   record.created_at_ms = now_ms();
   std::size_t bytes = 0;
-  for (const auto& f : *batch) bytes += f->text.size();
-  record.frames.reserve(bytes);
-  for (const auto& f : *batch) record.frames += f->text;
-  auto append = [record = std::move(record), keep = opts_.retention](store_connection& c) {
-    c.append_events(record);
-    if (keep > 0 && record.last_id > static_cast<std::int64_t>(keep))
-      c.trim_events(record.session_id, record.last_id - static_cast<std::int64_t>(keep) + 1);
+  auto add_frames = [&](const std::vector<frame_ptr>& frames) {
+    if (frames.empty()) return;
+    if (record.frames.empty()) record.first_id = frames.front()->id;
+    record.last_id = frames.back()->id;
+    for (const auto& f : frames) record.frames += f->text;
   };
-  store_.async_write(std::move(append), net::bind_executor(strand_, [self = shared_from_this(), batch](std::exception_ptr error) {
-                       self->on_committed(batch, error);
-                     }));
+  for (const auto& f : *batch) bytes += f->text.size();
+  if (as_segment)
+    for (const auto& f : unsegmented_) bytes += f->text.size();
+  record.frames.reserve(bytes);
+  if (as_segment) add_frames(unsegmented_);
+  add_frames(*batch);
+  auto done = [self = shared_from_this(), batch, as_segment](std::exception_ptr error) {
+    self->on_committed(batch, error, as_segment);
+  };
+  if (as_segment) {
+    auto append = [record = std::move(record), keep = opts_.retention](store_connection& c) {
+      c.append_segment(record);
+      if (keep > 0 && record.last_id > static_cast<std::int64_t>(keep))
+        c.trim_events(record.session_id, record.last_id - static_cast<std::int64_t>(keep) + 1);
+    };
+    store_.async_write(std::move(append), net::bind_executor(strand_, std::move(done)));
+  } else {
+    // The claim is taken inside the job, on the writer, before its commit (journal_claims.hpp).
+    auto append = [record = std::move(record), claim = claim_](store_connection& c) { claim->hold_from(c.append_journal(record)); };
+    store_.async_write(std::move(append), net::bind_executor(strand_, std::move(done)));
+  }
 }
 
-void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
+void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error,
+                                   bool as_segment) {
   in_flight_ = false;
   in_flight_count_ = 0;
   if (closed_) return;
@@ -81,8 +104,7 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
     try {
       std::rethrow_exception(error);
     } catch (const std::exception& e) {
-      spdlog::error("session {}: event batch {}..{} not committed: {}; retrying", session_id_, batch->front()->id,
-                    batch->back()->id, e.what());
+      spdlog::error("session {}: event batch of {} events not committed: {}; retrying", session_id_, batch->size(), e.what());
     }
     pending_.insert(pending_.begin(), batch->begin(), batch->end());
     auto timer = std::make_shared<net::steady_timer>(strand_, std::chrono::milliseconds(200));
@@ -91,6 +113,22 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
       self->in_flight_ = false;
       self->flush();
     });
+    return;
+  }
+  if (as_segment) {
+    // Every journaled frame of the session is in a segment now: the journal may drop them.
+    unsegmented_.clear();
+    segment_due_ = false;
+    claim_->release();
+    segment_timer_.cancel();
+  } else {
+    if (unsegmented_.empty() && opts_.segment_age.count() > 0) arm_segment_timer();
+    unsegmented_.insert(unsegmented_.end(), batch->begin(), batch->end());
+  }
+  if (batch->empty()) {
+    // A segment of what was journaled already: nothing new to release.
+    flush();
+    release_ring_if_idle();
     return;
   }
   committed_id_ = batch->back()->id;
@@ -115,6 +153,15 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   flush();
   release_ring_if_idle();
   if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
+}
+
+void session_channel::arm_segment_timer() {
+  segment_timer_.expires_after(opts_.segment_age);
+  segment_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->closed_ || self->unsegmented_.empty()) return;
+    self->segment_due_ = true;
+    self->flush();
+  });
 }
 
 void session_channel::deliver_live(const frame_batch& batch) {
@@ -155,9 +202,9 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
   }
   replay_info info;
   info.last_event_id = after_id;
-  if (ring_holds_all_after(after_id)) {
+  if (memory_holds_all_after(after_id)) {
     subscribers_.push_back({sub, false});
-    auto frames = ring_.after(after_id);
+    auto frames = memory_after(after_id);
     info.replayed = static_cast<std::int64_t>(frames.size());
     info.oldest_event_id = oldest_held();
     if (on_replay) on_replay(info);
@@ -172,7 +219,7 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
 
 void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
                                       std::function<void(const replay_info&)> on_replay) {
-  const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id_;
+  const std::int64_t upto = memory_oldest() ? memory_oldest() - 1 : committed_id_;
   auto read = [session = session_id_, after_id, upto, page = opts_.replay_page](store_connection& c) {
     std::pair<std::int64_t, std::vector<stored_event>> out;
     out.first = c.oldest_event_id(session);
@@ -195,14 +242,13 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                       std::vector<frame_ptr> frames;
                       frames.reserve(result.second.size());
                       for (auto& e : result.second) frames.push_back(std::make_shared<const event_frame>(parse_stored_frame(std::move(e.frame))));
-                      // What the ring holds is served from the ring (retention may keep less in the log).
-                      const auto& ring = self->ring_;
-                      if (ring.size()) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= ring.oldest_id(); });
-                      info.oldest_event_id =
-                          result.first && (!ring.size() || result.first < ring.oldest_id()) ? result.first : ring.oldest_id();
+                      // What memory holds is served from memory (retention may keep less in the log).
+                      const std::int64_t in_memory = self->memory_oldest();
+                      if (in_memory) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_memory; });
+                      info.oldest_event_id = result.first && (!in_memory || result.first < in_memory) ? result.first : in_memory;
                       // A gap: retention removed events right after the cursor.
                       const std::int64_t first_held =
-                          !frames.empty() ? frames.front()->id : (ring.size() ? ring.oldest_id() : self->committed_id_ + 1);
+                          !frames.empty() ? frames.front()->id : (in_memory ? in_memory : self->committed_id_ + 1);
                       if (first_held > after_id + 1) info.gap = true;
                       // Nothing in the log after the cursor: go on from just before the first event held.
                       std::int64_t last = frames.empty() ? std::max(after_id, first_held - 1) : frames.back()->id;
@@ -213,7 +259,7 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                         on_replay = nullptr;
                       }
                       if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
-                      if (!self->ring_holds_all_after(last)) {
+                      if (!self->memory_holds_all_after(last)) {
                         // More than a page, or the ring moved on while we read: read the next page,
                         // once the subscriber has taken all but a page (the replay goes at the
                         // reader's pace; it is not a backlog that should cut it as too slow).
@@ -232,13 +278,13 @@ void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std:
     // speed. Hand the tail over once the writer has taken the page; the ring may move on
     // meanwhile (live frames still skip this subscriber), so look again then.
     auto next = [self = shared_from_this(), sub, last_sent] {
-      if (self->ring_holds_all_after(last_sent)) self->finish_replay(sub, last_sent);
+      if (self->memory_holds_all_after(last_sent)) self->finish_replay(sub, last_sent);
       else self->continue_replay(sub, last_sent, replay_info{}, nullptr);
     };
     when_taken(sub, 0, std::move(next));
     return;
   }
-  auto tail = ring_.after(last_sent);
+  auto tail = memory_after(last_sent);
   if (!tail.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(tail)));
   // From here on the subscriber takes live frames like every other.
   for (auto& s : subscribers_)
@@ -264,9 +310,46 @@ bool session_channel::is_subscribed(const std::shared_ptr<subscriber>& sub) cons
   return std::any_of(subscribers_.begin(), subscribers_.end(), [&](const subscription& s) { return s.sub == sub; });
 }
 
-bool session_channel::ring_holds_all_after(std::int64_t after_id) const {
-  // The ring's newest frame is always the last committed one.
-  return after_id >= committed_id_ || (ring_.size() && ring_.oldest_id() <= after_id + 1);
+std::int64_t session_channel::memory_oldest() const {
+  const std::int64_t ring = ring_.size() ? ring_.oldest_id() : 0;
+  const std::int64_t tail = unsegmented_.empty() ? 0 : unsegmented_.front()->id;
+  if (!ring || !tail) return ring ? ring : tail;
+  return std::min(ring, tail);
+}
+
+bool session_channel::memory_holds_all_after(std::int64_t after_id) const {
+  // Both the ring and the unsegmented tail end at the last committed frame.
+  const std::int64_t oldest = memory_oldest();
+  return after_id >= committed_id_ || (oldest && oldest <= after_id + 1);
+}
+
+std::vector<frame_ptr> session_channel::memory_after(std::int64_t after_id) const {
+  if (unsegmented_.empty() || (ring_.size() && ring_.oldest_id() <= unsegmented_.front()->id)) return ring_.after(after_id);
+  // Ids are consecutive in the tail, so the start is computed, not searched.
+  const std::int64_t skip = after_id + 1 - unsegmented_.front()->id;
+  const std::size_t start = skip > 0 ? static_cast<std::size_t>(skip) : 0;
+  if (start >= unsegmented_.size()) return {};
+  return {unsegmented_.begin() + static_cast<std::ptrdiff_t>(start), unsegmented_.end()};
+}
+
+net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t after_id, std::size_t limit) {
+  std::vector<frame_ptr> out;
+  if (!memory_holds_all_after(after_id)) {
+    // The log first, up to what memory holds (retention may have cut the log's start).
+    const std::int64_t upto = memory_oldest() ? memory_oldest() - 1 : committed_id_;
+    const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
+    auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
+    auto stored = co_await store_.async_read(std::move(read), net::use_awaitable);
+    out.reserve(stored.size());
+    for (auto& e : stored) out.push_back(std::make_shared<const event_frame>(parse_stored_frame(std::move(e.frame))));
+  }
+  const std::int64_t last = out.empty() ? after_id : out.back()->id;
+  if (out.size() < limit && memory_holds_all_after(last))
+    for (auto& f : memory_after(last)) {
+      if (out.size() >= limit) break;
+      out.push_back(std::move(f));
+    }
+  co_return out;
 }
 
 std::int64_t session_channel::oldest_held() const {
@@ -284,7 +367,7 @@ void session_channel::unsubscribe(const subscriber* sub) {
 void session_channel::release_ring_if_idle() {
   // An idle session keeps no frames in memory: a later resume reads the log instead.
   // (Thousands of finished sessions would otherwise each hold a full ring.)
-  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_) ring_.clear();
+  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_ && unsegmented_.empty()) ring_.clear();
 }
 
 void session_channel::set_live_run(std::shared_ptr<run> r) {
@@ -307,6 +390,9 @@ void session_channel::close() {
 void session_channel::close_now() {
   closed_ = true;
   pending_.clear();
+  unsegmented_.clear();
+  claim_->release();
+  segment_timer_.cancel();
   auto subs = std::move(subscribers_);
   subscribers_.clear();
   for (auto& s : subs) s.sub->close(subscriber::close_reason::session_deleted);

@@ -11,6 +11,13 @@
 // at a time (whatever queued meanwhile forms the next batch); only when a batch
 // is committed are its frames put in the ring and handed to subscribers. So no
 // client ever sees an id that a crash could take back.
+//
+// Where a batch is stored: small batches are appended to the shared journal
+// (sequential writes) and kept in memory as the unsegmented tail; once that tail
+// holds `segment_frames` events, the run ends, or its oldest frame is
+// `segment_age` old, the tail and the batch go into one segment row of the
+// session's own log. Memory (ring + unsegmented tail) and segments together
+// always cover every committed event that retention kept.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "core/events/event_buffer.hpp"
+#include "core/events/journal_claims.hpp"
 #include "core/events/subscriber.hpp"
 #include "core/metrics.hpp"
 #include "core/session.hpp"
@@ -52,11 +60,15 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     std::size_t replay_page = 256;      // events per log read during a replay
     std::size_t retention = 0;          // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;        // events per commit (and per delivery)
+    std::size_t segment_frames = 64;    // journaled events that make a segment
+    // The longest a frame stays journal-only before its tail becomes a segment; 0: no
+    // timer (segments come only from size and run ends; the start-up fold does the rest).
+    std::chrono::milliseconds segment_age{0};
     bool deleted = false;               // born closed: the session was deleted already
   };
 
   session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
-                  store_executor& store, metrics& stats, options opts);
+                  store_executor& store, journal_claims& claims, metrics& stats, options opts);
 
   strand_type& strand() { return strand_; }
   const std::string& session_id() const { return session_id_; }
@@ -76,6 +88,10 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
                  std::function<void(const replay_info&)> on_replay = nullptr);
   void unsubscribe(const subscriber* sub);
   std::size_t subscriber_count() const { return subscribers_.size(); }
+
+  // Committed events after `after_id`, at most `limit`, from memory or the log
+  // (the JSON cursor). Runs on the strand (co_spawn it there).
+  boost::asio::awaitable<std::vector<frame_ptr>> read_after(std::int64_t after_id, std::size_t limit);
 
   std::int64_t last_assigned_id() const { return next_id_ - 1; }
   std::int64_t last_committed_id() const { return committed_id_; }
@@ -100,7 +116,8 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
 
  private:
   void flush();
-  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
+  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error, bool as_segment);
+  void arm_segment_timer();
   void deliver_live(const frame_batch& batch);
   void continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
                        std::function<void(const replay_info&)> on_replay);
@@ -111,7 +128,10 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   void when_taken(const std::shared_ptr<subscriber>& sub, std::size_t allowed, std::function<void()> next,
                   std::chrono::milliseconds pause = std::chrono::milliseconds(1));
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
-  bool ring_holds_all_after(std::int64_t after_id) const;
+  // What memory holds: the ring and the unsegmented tail, both suffixes of the committed events.
+  std::int64_t memory_oldest() const;  // 0 when nothing
+  bool memory_holds_all_after(std::int64_t after_id) const;
+  std::vector<frame_ptr> memory_after(std::int64_t after_id) const;
   std::int64_t oldest_held() const;
   void publish_snapshot();
   void close_now();
@@ -131,6 +151,10 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   bool closed_ = false;
   bool deleting_ = false;  // closing once the live run's done is delivered
   event_buffer ring_;
+  std::shared_ptr<journal_claims::claim> claim_;  // the journal rows only this session's tail needs
+  std::vector<frame_ptr> unsegmented_;  // committed to the journal only, in id order
+  bool segment_due_ = false;            // the tail is old enough: write it as a segment next
+  boost::asio::steady_timer segment_timer_;
   struct subscription {
     std::shared_ptr<subscriber> sub;
     bool catching_up = false;  // replaying from the log: live frames come from the ring afterwards

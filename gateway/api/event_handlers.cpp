@@ -76,12 +76,11 @@ poll_query parse_poll_query(const core::query_params& query) {
   return q;
 }
 
-awaitable<std::vector<core::stored_event>> read_after(app_context& app, const std::string& session_id, std::int64_t after,
-                                                     std::int64_t limit) {
-  auto read = [session_id, after, limit](core::store_connection& c) {
-    return c.events_after(session_id, after, static_cast<std::size_t>(limit));
-  };
-  co_return co_await app.store.async_read(std::move(read), net::use_awaitable);
+// The channel serves what it holds in memory (ring, journaled tail) and reads the log for the rest.
+awaitable<std::vector<core::frame_ptr>> read_after(std::shared_ptr<core::session_channel> channel, std::int64_t after,
+                                                  std::int64_t limit) {
+  auto reading = net::co_spawn(channel->strand(), channel->read_after(after, static_cast<std::size_t>(limit)), net::use_awaitable);
+  co_return co_await std::move(reading);
 }
 
 awaitable<handler_result> long_poll(request_context& ctx) {
@@ -89,7 +88,7 @@ awaitable<handler_result> long_poll(request_context& ctx) {
   const auto q = parse_poll_query(ctx.query);
   auto session = co_await find_session_or_404(app, ctx.param(0));
   auto channel = app.hub.channel(session.id, session.last_event_id);
-  auto reading = read_after(app, session.id, q.after, q.limit);
+  auto reading = read_after(channel, q.after, q.limit);
   auto events = co_await std::move(reading);
   if (events.empty() && q.wait_seconds > 0 && q.limit > 0) {
     // Subscribe first, then look again: an event committed in between wakes us either way.
@@ -109,15 +108,14 @@ awaitable<handler_result> long_poll(request_context& ctx) {
     };
     auto leaving = net::co_spawn(channel->strand(), leave(), net::use_awaitable);
     co_await std::move(leaving);
-    auto rereading = read_after(app, session.id, q.after, q.limit);
+    auto rereading = read_after(channel, q.after, q.limit);
     events = co_await std::move(rereading);
   }
   boost::json::array out;
   std::int64_t cursor = q.after;
-  for (auto& e : events) {
-    auto frame = core::parse_stored_frame(std::move(e.frame));
-    cursor = frame.id;
-    out.push_back({{"id", frame.id}, {"event", frame.type}, {"data", boost::json::parse(frame.data)}});
+  for (const auto& frame : events) {
+    cursor = frame->id;
+    out.push_back({{"id", frame->id}, {"event", frame->type}, {"data", boost::json::parse(frame->data)}});
   }
   co_return json_response(http::status::ok, {{"events", std::move(out)}, {"last_event_id", cursor}}, ctx.req.version());
 }

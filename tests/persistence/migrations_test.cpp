@@ -27,10 +27,11 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 1);
+  CHECK(schema_version() == 2);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
-  CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "idempotency_keys", "messages",
-                                                     "session_labels", "sessions", "webhook_attempts", "webhook_deliveries"});
+  CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
+                                                     "messages", "session_labels", "sessions", "webhook_attempts",
+                                                     "webhook_deliveries"});
   CHECK(pragma_text(*store, "journal_mode") == "wal");
   CHECK(pragma_text(*store, "foreign_keys") == "1");
 }
@@ -41,10 +42,10 @@ TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the dat
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     migrate(store->database());  // twice on one connection
-    CHECK(pragma_text(*store, "user_version") == "1");
+    CHECK(pragma_text(*store, "user_version") == "2");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "1");
+  CHECK(pragma_text(*again, "user_version") == "2");
   CHECK(again->find_session("s1").has_value());
   CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
 }
@@ -67,4 +68,22 @@ TEST_CASE("migrations: a database newer than the binary is refused") {
 
 TEST_CASE("migrations: an unopenable path is a store_error") {
   CHECK_THROWS_AS(sqlite_store("/nonexistent-dir-for-agw-tests/x/y.db"), agw::core::store_error);
+}
+
+TEST_CASE("migrations: a version 1 file gains the event journal and keeps its data") {
+  temp_db db;
+  {
+    auto store = db.open();
+    store->insert_session(make_session("s1", 10));
+    store->append_segment(agw::test::make_batch("s1", 1, 3));
+    // Back to what a version 1 binary left behind.
+    store->database().exec("DROP TABLE event_journal");
+    store->database().exec("PRAGMA user_version = 1");
+  }
+  auto again = db.open();
+  CHECK(pragma_text(*again, "user_version") == "2");
+  CHECK(table_names(*again).contains("event_journal"));
+  REQUIRE(again->find_session("s1"));
+  CHECK(again->find_session("s1")->last_event_id == 3);
+  CHECK(again->events_after("s1", 0, 10).size() == 3);
 }

@@ -44,8 +44,8 @@ std::unique_ptr<agw::persistence::sqlite_store> seeded(const temp_db& db) {
   store->insert_session(make_session("s", 1));
   store->insert_session(make_session("other", 2));
   for (auto [first, last] : {std::pair{1, 3}, std::pair{4, 4}, std::pair{5, 9}, std::pair{10, 12}})
-    store->append_events(make_batch("s", first, last));
-  store->append_events(make_batch("other", 1, 50));
+    store->append_segment(make_batch("s", first, last));
+  store->append_segment(make_batch("other", 1, 50));
   return store;
 }
 
@@ -80,21 +80,21 @@ TEST_CASE("sqlite_store_events: events_after across batch boundaries with a limi
   CHECK(ids_of(store->events_after("other", 45, 100)) == range(46, 50));
 }
 
-TEST_CASE("sqlite_store_events: append_events advances sessions.last_event_id") {
+TEST_CASE("sqlite_store_events: a session's last_event_id is its newest segment's last id") {
   temp_db db;
   auto store = db.open();
   store->insert_session(make_session("s", 1));
   CHECK(store->find_session("s")->last_event_id == 0);
-  store->append_events(make_batch("s", 1, 3));
+  store->append_segment(make_batch("s", 1, 3));
   CHECK(store->find_session("s")->last_event_id == 3);
-  store->append_events(make_batch("s", 4, 10));
+  store->append_segment(make_batch("s", 4, 10));
   CHECK(store->find_session("s")->last_event_id == 10);
   // Never backwards.
   auto stale = make_batch("s", 0, 0);
-  store->append_events(stale);
+  store->append_segment(stale);
   CHECK(store->find_session("s")->last_event_id == 10);
   // A batch starting at a stored first_id is a constraint violation.
-  CHECK_THROWS_AS(store->append_events(make_batch("s", 4, 5)), agw::core::store_error);
+  CHECK_THROWS_AS(store->append_segment(make_batch("s", 4, 5)), agw::core::store_error);
   CHECK(store->find_session("s")->last_event_id == 10);
 }
 
@@ -152,4 +152,88 @@ TEST_CASE("sqlite_store_events: split_frames") {
   const auto events = split_stored_frames(batch.frames);
   CHECK(ids_of(events) == range(5, 9));
   for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
+}
+
+TEST_CASE("sqlite_store_events: the journal numbers its rows and is cut below a seq") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  const auto a = store->append_journal(make_batch("s", 1, 1));
+  const auto b = store->append_journal(make_batch("s", 2, 3));
+  const auto c = store->append_journal(make_batch("s", 4, 4));
+  CHECK(a >= 1);
+  CHECK(b > a);
+  CHECK(c > b);
+  // Journal rows are not segments: live readers get them from the channel's memory.
+  CHECK(store->events_after("s", 0, 100).empty());
+  CHECK(store->find_session("s")->last_event_id == 0);
+  auto journal_rows = [&] {
+    auto st = store->database().prepare_uncached("SELECT COUNT(*) FROM event_journal");
+    st.step();
+    return st.int64(0);
+  };
+  store->truncate_journal(b);
+  CHECK(journal_rows() == 2);
+  store->truncate_journal(std::nullopt);
+  CHECK(journal_rows() == 0);
+
+  // One call removes at most truncate_batch rows: the rest goes with the next calls.
+  const auto batch = static_cast<std::int64_t>(agw::core::store_connection::truncate_batch);
+  for (std::int64_t i = 0; i < batch + 100; ++i) store->append_journal(make_batch("s", 10 + i, 10 + i));
+  store->truncate_journal(std::nullopt);
+  CHECK(journal_rows() == 100);
+  store->truncate_journal(std::nullopt);
+  CHECK(journal_rows() == 0);
+}
+
+TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds into segments") {
+  temp_db db;
+  auto store = db.open();
+  for (const char* id : {"a", "b", "gone"}) store->insert_session(make_session(id, 1));
+  // a: segment 1..3 and the journal rows it was made of (a stop between the segment's
+  // commit and the journal's cut), then 4..4 and 5..7 journal-only; b: journal only;
+  // gone: deleted before the fold, with a row that outlived its delete.
+  store->append_segment(make_batch("a", 1, 3));
+  store->append_journal(make_batch("a", 1, 3));
+  store->append_journal(make_batch("b", 1, 2));
+  store->append_journal(make_batch("a", 4, 4));
+  store->append_journal(make_batch("gone", 1, 1));
+  store->append_journal(make_batch("b", 3, 3));
+  store->append_journal(make_batch("a", 5, 7));
+  store->delete_session("gone");
+  store->append_journal(make_batch("gone", 2, 2));
+  CHECK(store->fold_journal() == 6);
+  CHECK(ids_of(store->events_after("a", 0, 100)) == range(1, 7));
+  CHECK(ids_of(store->events_after("b", 0, 100)) == range(1, 3));
+  CHECK(store->events_after("gone", 0, 100).empty());
+  for (const char* id : {"a", "b"})
+    for (const auto& e : store->events_after(id, 0, 100)) CHECK(e.frame == frame_text(e.id));
+  CHECK(store->find_session("a")->last_event_id == 7);
+  CHECK(store->find_session("b")->last_event_id == 3);
+  // One new segment per session for what was journaled.
+  auto segments = [&](const char* id) {
+    auto st = store->database().prepare_uncached("SELECT COUNT(*) FROM event_batches WHERE session_id = ?");
+    st.bind(1, std::string(id));
+    st.step();
+    return st.int64(0);
+  };
+  CHECK(segments("a") == 2);
+  CHECK(segments("b") == 1);
+  // The journal is empty: a second fold finds nothing and changes nothing.
+  CHECK(store->fold_journal() == 0);
+  CHECK(ids_of(store->events_after("a", 0, 100)) == range(1, 7));
+}
+
+TEST_CASE("sqlite_store_events: deleting a session deletes its journal rows") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  store->insert_session(make_session("t", 1));
+  store->append_journal(make_batch("s", 1, 2));
+  store->append_journal(make_batch("t", 1, 2));
+  CHECK(store->delete_session("s"));
+  auto st = store->database().prepare_uncached("SELECT session_id FROM event_journal");
+  std::vector<std::string> left;
+  while (st.step()) left.push_back(st.text(0));
+  CHECK(left == std::vector<std::string>{"t"});
 }

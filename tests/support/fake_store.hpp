@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -41,7 +42,9 @@ struct fake_data {
   std::map<std::string, core::session_record, std::less<>> sessions;
   std::map<std::string, core::message_record, std::less<>> messages;  // by id
   std::vector<core::checkpoint_record> checkpoints;
-  std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // by session, append order
+  std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
+  std::map<std::int64_t, core::event_batch_record> journal;  // by seq
+  std::int64_t next_journal_seq = 1;
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
   std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
 };
@@ -92,20 +95,27 @@ class fake_db {
     std::lock_guard lock(mutex_);
     return data_;
   }
-  // Ids of the committed events of a session, in log order.
+  // Ids of the committed events of a session (segments and journal), in id order, each once.
   std::vector<std::int64_t> committed_event_ids(std::string_view session_id) const {
     std::lock_guard lock(mutex_);
-    std::vector<std::int64_t> ids;
+    std::set<std::int64_t> ids;
+    auto add = [&](const core::event_batch_record& b) {
+      for (const auto& e : core::split_stored_frames(b.frames)) ids.insert(e.id);
+    };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
-      for (const auto& b : it->second)
-        for (const auto& e : core::split_stored_frames(b.frames)) ids.push_back(e.id);
-    return ids;
+      for (const auto& b : it->second) add(b);
+    for (const auto& [seq, b] : data_.journal)
+      if (b.session_id == session_id) add(b);
+    return {ids.begin(), ids.end()};
   }
   bool event_committed(std::string_view session_id, std::int64_t id) const {
     std::lock_guard lock(mutex_);
+    auto holds = [&](const core::event_batch_record& b) { return b.session_id == session_id && b.first_id <= id && id <= b.last_id; };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second)
-        if (b.first_id <= id && id <= b.last_id) return true;
+        if (holds(b)) return true;
+    for (const auto& [seq, b] : data_.journal)
+      if (holds(b)) return true;
     return false;
   }
   // Seeds committed state directly (test set-up).
@@ -255,6 +265,7 @@ class fake_connection final : public core::store_connection {
       std::erase_if(d.checkpoints, [&](const auto& c) { return c.session_id == id; });
       std::erase_if(d.idempotency, [&](const auto& kv) { return kv.first.first == id; });
       if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
+      std::erase_if(d.journal, [&](const auto& kv) { return kv.second.session_id == id; });
       d.sessions.erase(it);
       return true;
     });
@@ -305,11 +316,44 @@ class fake_connection final : public core::store_connection {
   }
 
   // --- event log ---
-  void append_events(const core::event_batch_record& batch) override {
-    write("append_events", [&](fake_data& d) {
+  static void advance_last_event_id(fake_data& d, const core::event_batch_record& batch) {
+    if (auto it = d.sessions.find(batch.session_id); it != d.sessions.end())
+      it->second.last_event_id = std::max(it->second.last_event_id, batch.last_id);
+  }
+  void append_segment(const core::event_batch_record& batch) override {
+    write("append_segment", [&](fake_data& d) {
       d.event_batches[batch.session_id].push_back(batch);
-      if (auto it = d.sessions.find(batch.session_id); it != d.sessions.end())
-        it->second.last_event_id = std::max(it->second.last_event_id, batch.last_id);
+      advance_last_event_id(d, batch);
+    });
+  }
+  std::int64_t append_journal(const core::event_batch_record& batch) override {
+    return write("append_journal", [&](fake_data& d) {
+      const auto seq = d.next_journal_seq++;
+      d.journal.emplace(seq, batch);
+      advance_last_event_id(d, batch);
+      return seq;
+    });
+  }
+  void truncate_journal(std::optional<std::int64_t> keep_from_seq) override {
+    write("truncate_journal", [&](fake_data& d) {
+      if (d.journal.empty()) return;
+      auto below = d.journal.begin()->first + static_cast<std::int64_t>(truncate_batch);
+      if (keep_from_seq) below = std::min(below, *keep_from_seq);
+      std::erase_if(d.journal, [&](const auto& kv) { return kv.first < below; });
+    });
+  }
+  std::size_t fold_journal() override {
+    return write("fold_journal", [&](fake_data& d) {
+      const std::size_t rows = d.journal.size();
+      for (auto& [seq, b] : d.journal) {
+        if (!d.sessions.contains(b.session_id)) continue;
+        auto& segments = d.event_batches[b.session_id];
+        std::int64_t through = 0;
+        for (const auto& s : segments) through = std::max(through, s.last_id);
+        if (b.last_id > through) segments.push_back(b);
+      }
+      d.journal.clear();
+      return rows;
     });
   }
   std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override {
