@@ -11,7 +11,11 @@ namespace net = boost::asio;
 
 session_hub::session_hub(net::any_io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
                          const settings& config, tool_runner& tools)
-    : executor_(std::move(executor)), store_(store), claims_(claims), stats_(stats), config_(config), tools_(tools), mock_(std::make_shared<mock_agent>()) {}
+    : executor_(std::move(executor)),
+      store_(store),
+      stats_(stats),
+      appender_(store, executor_),
+      services_{store, appender_, claims, stats}, config_(config), tools_(tools), mock_(std::make_shared<mock_agent>()) {}
 
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
   std::lock_guard lock(mutex_);
@@ -23,7 +27,7 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
     opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
     opts.deleted = deleted_.contains(session_id);
     opts.segment_age = config_.event_segment_age;
-    slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, store_, claims_, stats_, opts);
+    slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, services_, opts);
   }
   return slot;
 }

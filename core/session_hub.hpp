@@ -45,8 +45,9 @@ class session_hub {
  private:
   boost::asio::any_io_executor executor_;
   store_executor& store_;
-  journal_claims& claims_;
   metrics& stats_;
+  event_appender appender_;
+  channel_services services_;
   const settings& config_;
   tool_runner& tools_;
   std::shared_ptr<agent> mock_;

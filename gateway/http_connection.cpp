@@ -2,6 +2,7 @@
 
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
@@ -67,11 +68,16 @@ std::optional<split_target> split(std::string_view target) {
 
 }  // namespace
 
-awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app) {
+static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app, std::string pending, bool counted) {
   const auto& config = app.config;
-  app.stats.http_connections_open++;
+  if (!counted) app.stats.http_connections_open++;
   beast::flat_buffer buffer;
-  bool first = true;
+  if (!pending.empty()) {
+    buffer.commit(net::buffer_copy(buffer.prepare(pending.size()), net::buffer(pending)));
+    pending = {};
+  }
+  // A handed-back connection is kept alive between requests: the idle timeout applies.
+  bool first = !counted;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(config.max_header_bytes));
@@ -158,7 +164,7 @@ awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app) {
 
     auto target = split(req.target());
     handler_result result;
-    request_context ctx{app, req, stream, {}, {}};
+    request_context ctx{app, req, stream, buffer, {}, {}};
     if (!target) {
       result = error_response({core::error_code::bad_request, "malformed request target"}, version);
     } else {
@@ -166,9 +172,9 @@ awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app) {
       result = co_await app.routes.dispatch(ctx, target->segments);
     }
     if (!result) {
-      // A streaming handler wrote its own answer.
-      if (!ctx.keep_alive_after_stream) break;
-      continue;
+      // A streaming handler owns the socket now (and closes or hands it back).
+      if (ctx.stream_taken) co_return;
+      break;
     }
     auto& res = *result;
     const bool keep_alive = req.keep_alive() && !app.draining;
@@ -180,8 +186,26 @@ awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app) {
     auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
     if (wec || !keep_alive) break;
   }
+  close_connection(stream.socket(), app);
+}
+
+void start_connection(net::ip::tcp::socket socket, app_context& app, std::string pending, bool counted) {
+  auto executor = socket.get_executor();
+  net::co_spawn(executor, serve_connection(beast::tcp_stream(std::move(socket)), app, std::move(pending), counted),
+                [](std::exception_ptr e) {
+                  if (!e) return;
+                  try {
+                    std::rethrow_exception(e);
+                  } catch (const std::exception& ex) {
+                    spdlog::error("connection ended by an exception: {}", ex.what());
+                  }
+                });
+}
+
+void close_connection(net::ip::tcp::socket& socket, app_context& app) {
   beast::error_code ignored;
-  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  socket.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  socket.close(ignored);
   app.stats.http_connections_open--;
 }
 

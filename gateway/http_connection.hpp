@@ -11,6 +11,12 @@ namespace agw::gateway {
 
 struct app_context;
 
-awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app);
+// Serves a connection on its own strand (the socket's executor). `pending`: bytes
+// already read from it (a connection an SSE stream hands back); `counted`: it is
+// already in the open-connections gauge.
+void start_connection(net::ip::tcp::socket socket, app_context& app, std::string pending = {}, bool counted = false);
+
+// Ends a connection nobody serves any more: FIN after what was written, then close.
+void close_connection(net::ip::tcp::socket& socket, app_context& app);
 
 }  // namespace agw::gateway

@@ -42,15 +42,7 @@ awaitable<void> listener::accept_loop() {
       continue;
     }
     socket.set_option(net::ip::tcp::no_delay(true));
-    auto executor = socket.get_executor();
-    net::co_spawn(executor, serve_connection(beast::tcp_stream(std::move(socket)), app_), [](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        spdlog::error("connection ended by an exception: {}", ex.what());
-      }
-    });
+    start_connection(std::move(socket), app_);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/beast/core/flat_buffer.hpp>
+
 #include "core/session_request.hpp"
 #include "gateway/http_types.hpp"
 
@@ -16,10 +18,12 @@ struct request_context {
   app_context& app;
   request& req;
   beast::tcp_stream& stream;
+  beast::flat_buffer& buffer;            // bytes read past this request (a pipelined next one)
   std::vector<std::string> path_params;  // {id} values in route order, percent-decoded
   core::query_params query;              // percent-decoded, in order
-  // A streaming handler sets this to false when the connection cannot be reused.
-  bool keep_alive_after_stream = false;
+  // A streaming handler that took the socket over (and with it the rest of the
+  // connection) sets this: the connection's coroutine then ends without touching it.
+  bool stream_taken = false;
 
   const std::string& param(std::size_t i) const { return path_params.at(i); }
 };

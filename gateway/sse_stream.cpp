@@ -1,22 +1,20 @@
 #include "gateway/sse_stream.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/write.hpp>
+#include <cstdio>
 
 #include "core/events/sse_format.hpp"
 
 namespace agw::gateway {
 
 namespace {
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-}
+constexpr char crlf[] = "\r\n";
+constexpr char last_chunk[] = "0\r\n\r\n";
+}  // namespace
 
 sse_stream::sse_stream(net::any_io_executor executor, core::metrics& stats, options opts)
-    : executor_(executor), stats_(stats), opts_(std::move(opts)), signal_(executor), last_sent_(opts_.after_id) {}
+    : executor_(std::move(executor)), stats_(stats), opts_(std::move(opts)), timer_(executor_), last_sent_(opts_.after_id) {}
 
 void sse_stream::deliver(const core::frame_batch& frames) {
   if (overflow_) return;
@@ -26,28 +24,27 @@ void sse_stream::deliver(const core::frame_batch& frames) {
     overflow_ = true;
     stats_.sse_slow_subscribers_dropped++;
     net::post(executor_, [self = shared_from_this()] {
-      self->signal_.cancel();
       // A write stalled on a client that stopped reading would hold the connection until
       // the write timeout: cut it now (what the kernel already holds still reaches the client).
-      if (self->writing_) self->writing_->cancel();
+      if (self->writing_ && self->socket_) {
+        boost::system::error_code ignored;
+        self->socket_->cancel(ignored);
+      } else {
+        self->write_more();
+      }
     });
     return;
   }
-  net::post(executor_, [self = shared_from_this(), frames] {
-    self->queue_.push_back(frames);
-    self->signal_.cancel();
-  });
+  net::post(executor_, [self = shared_from_this(), frames] { self->take(frames); });
 }
 
 void sse_stream::deliver_unnumbered(std::string text) {
   auto frame = std::make_shared<core::event_frame>();
   frame->id = -1;  // never skipped, never advances the cursor
   frame->text = std::move(text);
-  net::post(executor_, [self = shared_from_this(), frames = std::make_shared<const std::vector<core::frame_ptr>>(1, std::move(frame))] {
-    self->queue_.push_back(frames);
-    self->queued_ += frames->size();
-    self->signal_.cancel();
-  });
+  auto frames = std::make_shared<const std::vector<core::frame_ptr>>(1, std::move(frame));
+  queued_ += 1;
+  net::post(executor_, [self = shared_from_this(), frames = std::move(frames)] { self->take(frames); });
 }
 
 void sse_stream::close(close_reason why) {
@@ -55,101 +52,146 @@ void sse_stream::close(close_reason why) {
   if (why == close_reason::draining && (opts_.until_run || opts_.until_id)) return;
   net::post(executor_, [self = shared_from_this()] {
     self->closed_ = true;
-    self->signal_.cancel();
+    self->write_more();
   });
 }
 
-awaitable<bool> sse_stream::write_chunk(beast::tcp_stream& stream, const std::vector<net::const_buffer>& pieces) {
-  std::size_t size = 0;
-  for (const auto& p : pieces) size += p.size();
-  if (size == 0) co_return true;
-  char head[24];
-  std::vector<net::const_buffer> buffers;
-  buffers.reserve(pieces.size() + 2);
-  if (chunked_) {
-    int n = std::snprintf(head, sizeof head, "%zx\r\n", size);
-    buffers.emplace_back(head, static_cast<std::size_t>(n));
-  }
-  buffers.insert(buffers.end(), pieces.begin(), pieces.end());
-  if (chunked_) buffers.emplace_back("\r\n", 2);
-  // A deadline per write: a client that stops reading is dropped, a quiet one is not.
-  stream.expires_after(opts_.write_timeout);
-  writing_ = &stream;
-  struct not_writing {
-    beast::tcp_stream*& at;
-    ~not_writing() { at = nullptr; }
-  } guard{writing_};
-  auto [ec, written] = co_await net::async_write(stream, buffers, use_tuple);
-  stream.expires_never();
-  co_return !ec;
+void sse_stream::take(core::frame_batch frames) {
+  if (finished_) return;
+  queue_.push_back(std::move(frames));
+  write_more();
 }
 
-awaitable<sse_stream::end_reason> sse_stream::pump(beast::tcp_stream& stream, http::response<http::empty_body>& head,
-                                                   std::string preamble) {
+void sse_stream::start(net::ip::tcp::socket socket, std::string head, std::string preamble, bool chunked, end_handler on_end) {
   stats_.sse_streams_open++;
-  struct open_gauge {
-    core::metrics& stats;
-    ~open_gauge() { stats.sse_streams_open--; }
-  } gauge{stats_};
-
-  // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
-  chunked_ = head.version() >= 11;
-  if (chunked_) head.chunked(true);
-  else head.keep_alive(false);
-  http::response_serializer<http::empty_body> serializer{head};
-  stream.expires_after(opts_.write_timeout);
-  auto [hec, hn] = co_await http::async_write_header(stream, serializer, use_tuple);
-  stream.expires_never();
-  if (hec) co_return end_reason::client_gone;
-  std::vector<net::const_buffer> pieces{net::buffer(preamble)};
-  if (!co_await write_chunk(stream, pieces)) co_return end_reason::client_gone;
-
-  std::vector<core::frame_batch> taken;
-  bool finished = opts_.until_id && *opts_.until_id <= last_sent_ && queue_.empty();
-  while (!finished) {
-    if (queue_.empty() && !closed_ && !overflow_) {
-      signal_.expires_after(opts_.heartbeat);
-      auto [wec] = co_await signal_.async_wait(use_tuple);
-      if (!wec && queue_.empty() && !closed_ && !overflow_) {
-        // The timer ran out with nothing to send: keep proxies from cutting an idle stream.
-        pieces.assign({net::buffer(core::heartbeat_line())});
-        if (!co_await write_chunk(stream, pieces)) co_return end_reason::client_gone;
-        continue;
-      }
+  socket_.emplace(std::move(socket));
+  on_end_ = std::move(on_end);
+  chunked_ = chunked;
+  head_ = std::move(head);
+  // The preamble is the body's first chunk, sent with the header in one write.
+  if (!preamble.empty()) {
+    if (chunked_) {
+      const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", preamble.size());
+      head_.append(chunk_size_, static_cast<std::size_t>(n));
     }
-    if (overflow_) co_return end_reason::overflow;
-    // Everything queued goes out in one chunk (one syscall), skipping ids already sent.
-    taken.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
-    queue_.clear();
-    pieces.clear();
-    std::size_t frames = 0;
-    for (const auto& batch : taken) {
-      queued_ -= batch->size();
-      for (const auto& f : *batch) {
-        if (finished) break;
-        if (f->id < 0) {
-          pieces.push_back(net::buffer(f->text));
-          continue;
-        }
-        if (f->id <= last_sent_) continue;
-        pieces.push_back(net::buffer(f->text));
-        last_sent_ = f->id;
-        ++frames;
-        if (opts_.until_run && f->type == "done" && f->run_id == *opts_.until_run) finished = true;
-      }
-    }
-    if (opts_.until_id && last_sent_ >= *opts_.until_id) finished = true;
-    if (!co_await write_chunk(stream, pieces)) co_return overflow_ ? end_reason::overflow : end_reason::client_gone;
-    stats_.sse_frames_written += frames;
-    if (!finished && closed_ && queue_.empty()) co_return end_reason::closed;
+    head_ += preamble;
+    if (chunked_) head_ += crlf;
   }
-  if (!chunked_) co_return end_reason::run_done;
-  // The last chunk ends the response cleanly; the connection may be reused.
-  static constexpr char last_chunk[] = "0\r\n\r\n";
-  stream.expires_after(opts_.write_timeout);
-  auto [lec, ln] = co_await net::async_write(stream, net::buffer(last_chunk, 5), use_tuple);
-  stream.expires_never();
-  co_return lec ? end_reason::client_gone : end_reason::run_done;
+  started_ = true;
+  last_write_ = std::chrono::steady_clock::now();
+  // (A replay with nothing to send ends in the first write: what subscribe() queued, such
+  // as `reconnected`, was posted here before this call, so it goes out first.)
+  arm_timer(last_write_ + opts_.heartbeat);
+  write_more();
+}
+
+void sse_stream::write_more() {
+  if (!started_ || writing_ || finished_) return;
+  if (overflow_) return finish(end_reason::overflow);
+  pieces_.clear();
+  in_write_.clear();
+  if (!head_.empty()) pieces_.push_back(net::buffer(head_));
+  const std::size_t body_from = pieces_.size();
+  frames_in_write_ = 0;
+  // Everything queued goes out in one write (one syscall), skipping ids already sent.
+  for (auto& batch : queue_) {
+    queued_ -= batch->size();
+    for (const auto& f : *batch) {
+      if (reached_end_) break;
+      if (f->id >= 0) {
+        if (f->id <= last_sent_) continue;
+        last_sent_ = f->id;
+        ++frames_in_write_;
+      }
+      pieces_.push_back(net::buffer(f->text));
+      if (f->id >= 0 && opts_.until_run && f->type == "done" && f->run_id == *opts_.until_run) reached_end_ = true;
+    }
+    in_write_.push_back(std::move(batch));
+  }
+  queue_.clear();
+  if (opts_.until_id && last_sent_ >= *opts_.until_id) reached_end_ = true;
+  std::size_t body = 0;
+  for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
+  if (chunked_ && body > 0) {
+    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", body);
+    pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from), net::buffer(chunk_size_, static_cast<std::size_t>(n)));
+    pieces_.push_back(net::buffer(crlf, 2));
+  }
+  // The last chunk ends the response cleanly; the connection may then be reused.
+  if (reached_end_ && chunked_) pieces_.push_back(net::buffer(last_chunk, 5));
+  if (pieces_.empty()) {
+    if (reached_end_) return finish(end_reason::run_done);
+    if (closed_) return finish(end_reason::closed);
+    return;  // idle: the timer writes heartbeats
+  }
+  writing_ = true;
+  write_started_ = std::chrono::steady_clock::now();
+  // Rare: a write timeout shorter than the heartbeat needs an earlier check.
+  if (timer_.expiry() > write_started_ + opts_.write_timeout) arm_timer(write_started_ + opts_.write_timeout);
+  net::async_write(*socket_, pieces_, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+    self->on_written(ec);
+  });
+}
+
+void sse_stream::on_written(const boost::system::error_code& ec) {
+  writing_ = false;
+  head_.clear();
+  head_.shrink_to_fit();
+  in_write_.clear();
+  if (ec) return finish(overflow_ ? end_reason::overflow : end_reason::client_gone);
+  last_write_ = std::chrono::steady_clock::now();
+  stats_.sse_frames_written += frames_in_write_;
+  if (reached_end_) return finish(end_reason::run_done);
+  write_more();
+}
+
+void sse_stream::arm_timer(std::chrono::steady_clock::time_point at) {
+  timer_.expires_at(at);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->on_timer();
+  });
+}
+
+void sse_stream::on_timer() {
+  if (finished_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (writing_) {
+    // A client that stopped reading: cut the stalled write (a quiet client is never cut).
+    if (now - write_started_ >= opts_.write_timeout) {
+      boost::system::error_code ignored;
+      socket_->cancel(ignored);
+      return;
+    }
+    arm_timer(std::min(write_started_ + opts_.write_timeout, last_write_ + opts_.heartbeat));
+    return;
+  }
+  if (now - last_write_ < opts_.heartbeat) {
+    // Written meanwhile: look again a heartbeat after that write.
+    arm_timer(last_write_ + opts_.heartbeat);
+    return;
+  }
+  // Silent for a heartbeat interval: keep proxies from cutting an idle stream.
+  static constexpr std::string_view beat = ": heartbeat\n";
+  static_assert(beat.size() == 12);
+  head_ = chunked_ ? std::string("c\r\n") + std::string(beat) + crlf : std::string(beat);
+  arm_timer(now + opts_.heartbeat);
+  write_more();
+}
+
+void sse_stream::finish(end_reason why) {
+  if (finished_) return;
+  finished_ = true;
+  writing_ = false;
+  timer_.cancel();
+  queue_.clear();
+  in_write_.clear();
+  stats_.sse_streams_open--;
+  const bool reusable = why == end_reason::run_done && chunked_;
+  auto on_end = std::move(on_end_);
+  on_end_ = nullptr;
+  auto socket = std::move(*socket_);
+  socket_.reset();
+  if (on_end) on_end(shared_from_this(), why, std::move(socket), reusable);
 }
 
 }  // namespace agw::gateway

@@ -1,28 +1,35 @@
 #pragma once
-// One SSE response: a core::subscriber with a bounded queue of frame batches
-// and one write loop on the connection's strand.
+// One SSE response: a core::subscriber that owns its connection's socket while
+// it streams, with a bounded queue of frame batches and one write in flight.
 //
-// deliver()/close() are called on the session's strand and only post here.
+// The handler hands the socket over (the connection's coroutine ends, so an
+// idle follower costs this object, its socket and one timer: no coroutine
+// frames, no request buffers). When the stream ends, `on_end` gets the socket
+// back: a POST stream whose run is done may go on serving the connection.
+//
+// Executor: the connection's strand (the socket's executor). deliver()/close()
+// are called on the session's strand and only post here.
 // Overflow policy: when more than `max_queued` frames wait, the stream is cut
 // (the client resumes with Last-Event-ID and loses nothing); the producer is
-// never slowed. Heartbeats come from this loop's own timer while the queue is
-// empty, never from the run.
+// never slowed. One timer per stream, armed about once per heartbeat interval
+// whatever the event rate: it writes the heartbeat after `heartbeat` of
+// silence, and cuts a write stalled longer than `write_timeout`.
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <deque>
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/events/subscriber.hpp"
 #include "core/metrics.hpp"
-#include <boost/beast/http/empty_body.hpp>
-#include <vector>
-
 #include "gateway/http_types.hpp"
 
 namespace agw::gateway {
 
-class sse_stream : public core::subscriber, public std::enable_shared_from_this<sse_stream> {
+class sse_stream final : public core::subscriber, public std::enable_shared_from_this<sse_stream> {
  public:
   struct options {
     std::chrono::steady_clock::duration heartbeat;
@@ -33,38 +40,58 @@ class sse_stream : public core::subscriber, public std::enable_shared_from_this<
     std::optional<std::int64_t> until_id;  // end once this id was sent (a replay with no live run)
   };
 
-  // Queues an unnumbered frame (reconnected) in order with the numbered ones.
-  void deliver_unnumbered(std::string text);
-
   enum class end_reason { run_done, client_gone, overflow, closed };
+  // Called once, on the stream's executor. `reusable`: the response ended cleanly
+  // (chunked, to its end) and the socket may serve the connection's next request.
+  using end_handler =
+      std::function<void(const std::shared_ptr<sse_stream>& self, end_reason, net::ip::tcp::socket socket, bool reusable)>;
 
   sse_stream(net::any_io_executor executor, core::metrics& stats, options opts);
 
+  // --- any thread (post to the stream's executor) ---
   void deliver(const core::frame_batch& frames) override;
   std::size_t backlog() const override { return queued_.load(); }
   void close(close_reason why) override;
+  // Queues an unnumbered frame (reconnected) in order with the numbered ones.
+  void deliver_unnumbered(std::string text);
 
-  // Writes the response header and `preamble` (retry:, maybe reconnected), then
-  // frames as they come, until the end condition. Runs on the connection's strand.
-  awaitable<end_reason> pump(beast::tcp_stream& stream, http::response<http::empty_body>& head, std::string preamble);
-
-  std::int64_t last_sent_id() const { return last_sent_; }
+  // Takes the connection: writes `head` (the HTTP response header), then the body,
+  // chunked when `chunked`: `preamble` (retry:, ...) and frames as they come, until
+  // the end condition. Call once, on the stream's executor.
+  void start(net::ip::tcp::socket socket, std::string head, std::string preamble, bool chunked, end_handler on_end);
 
  private:
-  // One HTTP chunk holding every piece; false when the client is gone.
-  awaitable<bool> write_chunk(beast::tcp_stream& stream, const std::vector<net::const_buffer>& pieces);
+  void take(core::frame_batch frames);
+  void write_more();
+  void on_written(const boost::system::error_code& ec);
+  void arm_timer(std::chrono::steady_clock::time_point at);
+  void on_timer();
+  void finish(end_reason why);
 
   net::any_io_executor executor_;
   core::metrics& stats_;
   options opts_;
-  net::steady_timer signal_;  // cancelled to wake the write loop
-  std::deque<core::frame_batch> queue_;
+  std::optional<net::ip::tcp::socket> socket_;  // set by start(), handed back by finish()
+  net::steady_timer timer_;
+  end_handler on_end_;
+
+  std::vector<core::frame_batch> queue_;     // delivered, not written yet
+  std::vector<core::frame_batch> in_write_;  // what the write in flight points into
+  std::vector<net::const_buffer> pieces_;    // that write's buffers
+  std::string head_;                         // the header (and preamble) until written
+  char chunk_size_[20];
   std::atomic<std::size_t> queued_{0};
   std::atomic<bool> overflow_{false};
-  bool closed_ = false;
-  bool chunked_ = true;
   std::int64_t last_sent_;
-  beast::tcp_stream* writing_ = nullptr;  // the connection while a frame write is in flight (this strand only)
+  std::chrono::steady_clock::time_point last_write_;      // end of the last write (heartbeats count)
+  std::chrono::steady_clock::time_point write_started_;
+  std::size_t frames_in_write_ = 0;
+  bool started_ = false;
+  bool chunked_ = true;
+  bool writing_ = false;
+  bool closed_ = false;        // told to end once the queue is written
+  bool reached_end_ = false;   // the write in flight ends the response
+  bool finished_ = false;
 };
 
 }  // namespace agw::gateway

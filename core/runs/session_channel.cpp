@@ -17,17 +17,18 @@ namespace agw::core {
 namespace net = boost::asio;
 
 session_channel::session_channel(net::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
-                                 store_executor& store, journal_claims& claims, metrics& stats, options opts)
+                                 const channel_services& services, options opts)
     : strand_(net::make_strand(executor)),
       session_id_(std::move(session_id)),
-      store_(store),
-      stats_(stats),
+      store_(services.store),
+      appender_(services.appender),
+      stats_(services.stats),
       opts_(opts),
       next_id_(last_event_id + 1),
       committed_id_(last_event_id),
       closed_(opts.deleted),
       ring_(opts.ring_size),
-      claim_(claims.make_claim()),
+      claim_(services.claims.make_claim()),
       segment_timer_(strand_) {
   snapshot_.last_event_id = last_event_id;
 }
@@ -76,21 +77,12 @@ void session_channel::flush() {
   record.frames.reserve(bytes);
   if (as_segment) add_frames(unsegmented_);
   add_frames(*batch);
-  auto done = [self = shared_from_this(), batch, as_segment](std::exception_ptr error) {
-    self->on_committed(batch, error, as_segment);
-  };
-  if (as_segment) {
-    auto append = [record = std::move(record), keep = opts_.retention](store_connection& c) {
-      c.append_segment(record);
-      if (keep > 0 && record.last_id > static_cast<std::int64_t>(keep))
-        c.trim_events(record.session_id, record.last_id - static_cast<std::int64_t>(keep) + 1);
-    };
-    store_.async_write(std::move(append), net::bind_executor(strand_, std::move(done)));
-  } else {
-    // The claim is taken inside the job, on the writer, before its commit (journal_claims.hpp).
-    auto append = [record = std::move(record), claim = claim_](store_connection& c) { claim->hold_from(c.append_journal(record)); };
-    store_.async_write(std::move(append), net::bind_executor(strand_, std::move(done)));
-  }
+  // Written with every other session's batches of this writer cycle; a journal row's claim
+  // is taken inside the job, on the writer, before its commit (journal_claims.hpp).
+  appender_.append({std::move(record), as_segment, opts_.retention, claim_, strand_,
+                    [self = shared_from_this(), batch, as_segment](std::exception_ptr error) {
+                      self->on_committed(batch, error, as_segment);
+                    }});
 }
 
 void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error,

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/events/event_appender.hpp"
 #include "core/events/event_buffer.hpp"
 #include "core/events/journal_claims.hpp"
 #include "core/events/subscriber.hpp"
@@ -48,6 +49,14 @@ struct replay_info {
   std::int64_t replayed = 0;         // events sent before live ones
   bool gap = false;                  // the log no longer held some events after the cursor
   std::int64_t oldest_event_id = 0;  // oldest id still held (log or ring)
+};
+
+// What every channel of a process shares (all outlive the channels).
+struct channel_services {
+  store_executor& store;     // log reads for replays
+  event_appender& appender;  // event batches are written through it
+  journal_claims& claims;    // the journal rows each channel still needs
+  metrics& stats;
 };
 
 class session_channel : public std::enable_shared_from_this<session_channel> {
@@ -68,7 +77,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   };
 
   session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
-                  store_executor& store, journal_claims& claims, metrics& stats, options opts);
+                  const channel_services& services, options opts);
 
   strand_type& strand() { return strand_; }
   const std::string& session_id() const { return session_id_; }
@@ -140,6 +149,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   strand_type strand_;
   std::string session_id_;
   store_executor& store_;
+  event_appender& appender_;
   metrics& stats_;
   options opts_;
 

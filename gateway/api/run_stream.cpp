@@ -4,7 +4,10 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/write.hpp>
 #include <charconv>
+#include <sstream>
 
 #include "core/api_error.hpp"
 #include "core/events/sse_format.hpp"
@@ -12,6 +15,7 @@
 #include "core/session_hub.hpp"
 #include "gateway/api/lookup.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/http_connection.hpp"
 #include "gateway/sse_stream.hpp"
 
 namespace agw::gateway::api {
@@ -39,6 +43,13 @@ struct subscription {
   bool cursor_beyond = false;
   std::int64_t last_event_id = 0;
 };
+
+// The response's status line and fields, as they go on the wire.
+std::string header_text(const http::response<http::empty_body>& head) {
+  std::ostringstream out;
+  out << head.base();
+  return out.str();
+}
 
 std::int64_t parse_cursor(std::string_view text) {
   // Digits only: from_chars alone would take a sign ("-0" is not an event id).
@@ -115,19 +126,25 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   head.set("X-Accel-Buffering", "no");
   head.set(http::field::content_location, "/sessions/" + session_id + "/events");
   if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
-  head.keep_alive(ctx.req.keep_alive());
+  // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
+  const bool chunked = ctx.req.version() >= 11;
+  if (chunked) head.chunked(true);
+  head.keep_alive(chunked && ctx.req.keep_alive());
 
-  auto pumping = sub.stream->pump(ctx.stream, head, core::retry_line(app.config.sse_retry_interval));
-  auto reason = co_await std::move(pumping);
-  // Leave the channel whatever ended the stream; the run goes on regardless.
-  auto leave = [channel, raw = sub.stream.get()]() -> awaitable<void> {
-    channel->unsubscribe(raw);
-    co_return;
+  // The stream takes the socket over: this request's coroutine ends here, and with it
+  // the connection's (an idle follower then costs only the stream). When the stream
+  // ends it leaves the channel, and a cleanly ended one may serve the next request.
+  std::string pending(static_cast<const char*>(ctx.buffer.data().data()), ctx.buffer.size());
+  auto on_end = [channel, &app, keep_alive = head.keep_alive(), pending = std::move(pending)](
+                    const std::shared_ptr<sse_stream>& stream, sse_stream::end_reason, net::ip::tcp::socket socket,
+                    bool reusable) mutable {
+    net::post(channel->strand(), [channel, stream] { channel->unsubscribe(stream.get()); });
+    if (reusable && keep_alive && !app.draining) start_connection(std::move(socket), app, std::move(pending), /*counted=*/true);
+    else close_connection(socket, app);
   };
-  auto leaving = net::co_spawn(channel->strand(), leave(), net::use_awaitable);
-  co_await std::move(leaving);
-  ctx.keep_alive_after_stream =
-      reason == sse_stream::end_reason::run_done && ctx.req.version() >= 11 && ctx.req.keep_alive() && !app.draining;
+  ctx.stream_taken = true;
+  sub.stream->start(ctx.stream.release_socket(), header_text(head), core::retry_line(app.config.sse_retry_interval), chunked,
+                    std::move(on_end));
   co_return std::nullopt;
 }
 

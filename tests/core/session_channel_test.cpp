@@ -80,7 +80,7 @@ boost::json::object token(std::int64_t n) { return {{"content", "t" + std::to_st
 
 struct fixture {
   explicit fixture(session_channel::options opts = {}, std::int64_t last_event_id = 0)
-      : channel(std::make_shared<session_channel>(io.get_executor(), session_id, last_event_id, store, claims, stats, opts)) {}
+      : channel(std::make_shared<session_channel>(io.get_executor(), session_id, last_event_id, services, opts)) {}
   ~fixture() {
     channel.reset();
     store.stop();
@@ -126,6 +126,8 @@ struct fixture {
   agw::core::metrics stats;
   agw::core::journal_claims claims;
   store_executor store{db.factory(), {.readers = 1}};
+  agw::core::event_appender appender{store, io.get_executor()};
+  agw::core::channel_services services{store, appender, claims, stats};
   std::shared_ptr<session_channel> channel;
 };
 
