@@ -29,8 +29,8 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
     for (auto& e : events) {
       auto frame = parse_stored_frame(std::move(e.frame));
       after = frame.id;
-      if (frame.run_id != state.run->id || frame.type != "token") continue;
-      auto data = boost::json::parse(frame.data);
+      if (frame.run_id() != state.run->id || frame.type() != "token") continue;
+      auto data = boost::json::parse(frame.data());
       content += std::string(data.at("content").as_string());
       ++tokens;
     }

@@ -9,7 +9,7 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-session_hub::session_hub(net::any_io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
+session_hub::session_hub(io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
                          const settings& config, tool_runner& tools)
     : executor_(std::move(executor)),
       store_(store),

@@ -5,7 +5,6 @@
 // for a session's config.
 // Thread-safe: a mutex guards the map only; channel work runs on each
 // channel's strand, never under the mutex.
-#include <boost/asio/any_io_executor.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,7 +23,7 @@ namespace agw::core {
 
 class session_hub {
  public:
-  session_hub(boost::asio::any_io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
+  session_hub(io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
               const settings& config, tool_runner& tools);
 
   using live_view = session_channel::snapshot_view;
@@ -43,7 +42,7 @@ class session_hub {
   tool_runner& tools() { return tools_; }
 
  private:
-  boost::asio::any_io_executor executor_;
+  io_executor executor_;
   store_executor& store_;
   metrics& stats_;
   event_appender appender_;

@@ -39,9 +39,8 @@ void sse_stream::deliver(const core::frame_batch& frames) {
 }
 
 void sse_stream::deliver_unnumbered(std::string text) {
-  auto frame = std::make_shared<core::event_frame>();
+  auto frame = std::make_shared<core::event_frame>(std::move(text));
   frame->id = -1;  // never skipped, never advances the cursor
-  frame->text = std::move(text);
   auto frames = std::make_shared<const std::vector<core::frame_ptr>>(1, std::move(frame));
   queued_ += 1;
   net::post(executor_, [self = shared_from_this(), frames = std::move(frames)] { self->take(frames); });
@@ -104,7 +103,7 @@ void sse_stream::write_more() {
         ++frames_in_write_;
       }
       pieces_.push_back(net::buffer(f->text));
-      if (f->id >= 0 && opts_.until_run && f->type == "done" && f->run_id == *opts_.until_run) reached_end_ = true;
+      if (f->id >= 0 && opts_.until_run && f->type() == "done" && f->run_id() == *opts_.until_run) reached_end_ = true;
     }
     in_write_.push_back(std::move(batch));
   }

@@ -1,19 +1,32 @@
 #pragma once
 // One event of a session's sequence, serialized once into its SSE frame and
-// then shared, immutable, by the ring buffer, the log batch and every subscriber.
+// then shared, immutable, by the ring buffer, the log batch and every
+// subscriber. Only the frame's text is stored: its type, data and run id are
+// views into it (one allocation per event besides the shared_ptr's).
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace agw::core {
 
 struct event_frame {
-  std::int64_t id = 0;
-  std::string type;    // status, token, tool_call, ..., done
-  std::string run_id;
-  std::string data;    // the JSON object, one line
-  std::string text;    // "id: N\nevent: T\ndata: {...}\n\n"
+  event_frame() = default;
+  // Reads id, type, data and run id from an SSE block ("id: N\nevent: T\ndata: D\n\n");
+  // fields it lacks are empty (id 0). The run id is the data's leading "run_id" string.
+  explicit event_frame(std::string frame_text);
+
+  std::int64_t id = 0;  // -1: an unnumbered frame (reconnected), never skipped
+  std::string text;     // "id: N\nevent: T\ndata: {...}\n\n"
+
+  std::string_view type() const { return view(type_at_, type_len_); }
+  std::string_view data() const { return view(data_at_, data_len_); }  // the JSON object, one line
+  std::string_view run_id() const { return view(run_at_, run_len_); }
+
+ private:
+  std::string_view view(std::uint32_t at, std::uint32_t len) const { return std::string_view(text).substr(at, len); }
+  std::uint32_t type_at_ = 0, type_len_ = 0, data_at_ = 0, data_len_ = 0, run_at_ = 0, run_len_ = 0;
 };
 
 using frame_ptr = std::shared_ptr<const event_frame>;

@@ -1,38 +1,75 @@
 #include "core/events/sse_format.hpp"
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/serializer.hpp>
 #include <charconv>
 
 namespace agw::core {
 
-event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, boost::json::object data) {
-  event_frame f;
-  f.id = id;
-  f.type = std::string(type);
-  f.run_id = std::string(run_id);
-  // run_id leads the object so a reader sees which run an event belongs to first. It
-  // is spliced in as text (run ids are UUIDs, nothing to escape) rather than copying
-  // the object: this runs once per event.
-  const std::string body = boost::json::serialize(data);
-  f.data.reserve(body.size() + run_id.size() + 14);
-  f.data += "{\"run_id\":";
-  f.data += boost::json::serialize(boost::json::string_view(run_id.data(), run_id.size()));
-  if (body.size() > 2) {
-    f.data += ',';
-    f.data.append(body, 1, std::string::npos);
-  } else {
-    f.data += '}';
+namespace {
+
+// Appends what `sr` (reset to a value) serializes, without an intermediate string.
+void drain(boost::json::serializer& sr, std::string& out, bool skip_first_char = false) {
+  char buf[512];
+  while (!sr.done()) {
+    std::string_view chunk = sr.read(buf);
+    if (skip_first_char && !chunk.empty()) {
+      chunk.remove_prefix(1);
+      skip_first_char = false;
+    }
+    out.append(chunk);
   }
-  f.text.reserve(f.data.size() + type.size() + 40);
-  f.text += "id: ";
-  f.text += std::to_string(id);
-  f.text += "\nevent: ";
-  f.text += type;
-  f.text += "\ndata: ";
-  f.text += f.data;
-  f.text += "\n\n";
-  return f;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  boost::json::serializer sr;
+  sr.reset(boost::json::string_view(s.data(), s.size()));
+  drain(sr, out);
+}
+
+// "id: N\nevent: T\ndata: {"run_id":"R"" — the members and the end follow.
+void begin_frame(std::string& out, std::int64_t id, std::string_view type, std::string_view run_id) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, id).ptr;
+  out += "id: ";
+  out.append(digits, end);
+  out += "\nevent: ";
+  out += type;
+  // run_id leads the object so a reader sees which run an event belongs to first.
+  out += "\ndata: {\"run_id\":";
+  append_json_string(out, run_id);
+}
+
+}  // namespace
+
+event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, const boost::json::object& data) {
+  std::string text;
+  text.reserve(96 + run_id.size());
+  begin_frame(text, id, type, run_id);
+  if (data.empty()) {
+    text += '}';
+  } else {
+    // The object's own serialization minus its '{', after the run id.
+    text += ',';
+    boost::json::serializer sr;
+    sr.reset(&data);
+    drain(sr, text, /*skip_first_char=*/true);
+  }
+  text += "\n\n";
+  return event_frame(std::move(text));
+}
+
+event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, std::string_view key,
+                             std::string_view value) {
+  std::string text;
+  text.reserve(64 + run_id.size() + key.size() + value.size());
+  begin_frame(text, id, type, run_id);
+  text += ',';
+  append_json_string(text, key);
+  text += ':';
+  append_json_string(text, value);
+  text += "}\n\n";
+  return event_frame(std::move(text));
 }
 
 std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + std::to_string(interval.count()) + "\n"; }
@@ -59,29 +96,6 @@ std::vector<stored_event> split_stored_frames(std::string_view frames) {
     out.push_back(std::move(e));
   }
   return out;
-}
-
-event_frame parse_stored_frame(std::string text) {
-  event_frame f;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    auto nl = rest.find('\n');
-    std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-    if (line.starts_with("id: ")) {
-      std::from_chars(line.data() + 4, line.data() + line.size(), f.id);
-    } else if (line.starts_with("event: ")) {
-      f.type = std::string(line.substr(7));
-    } else if (line.starts_with("data: ")) {
-      f.data = std::string(line.substr(6));
-    }
-  }
-  boost::system::error_code ec;
-  auto v = boost::json::parse(f.data, ec);
-  if (!ec && v.is_object())
-    if (auto* r = v.get_object().if_contains("run_id"); r && r->is_string()) f.run_id = std::string(r->get_string());
-  f.text = std::move(text);
-  return f;
 }
 
 }  // namespace agw::core

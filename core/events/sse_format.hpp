@@ -13,8 +13,13 @@
 
 namespace agw::core {
 
-// A numbered frame: id, event and data lines and the blank line that ends it.
-event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, boost::json::object data);
+// A numbered frame: id, event and data lines and the blank line that ends it. The
+// data object is {"run_id": run_id, ...data's members in order}.
+event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, const boost::json::object& data);
+// The same for data with one string member, {"run_id": run_id, key: value}, built
+// without a JSON object (tokens and statuses: most of a run's events).
+event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, std::string_view key,
+                             std::string_view value);
 
 // "retry: <ms>\n": first line of every stream, deliberately without a blank line of its own.
 std::string retry_line(std::chrono::milliseconds interval);
@@ -29,6 +34,6 @@ std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed,
 std::vector<stored_event> split_stored_frames(std::string_view frames);
 
 // Rebuilds an event_frame from a stored frame's text (for replay from the log).
-event_frame parse_stored_frame(std::string text);
+inline event_frame parse_stored_frame(std::string text) { return event_frame(std::move(text)); }
 
 }  // namespace agw::core

@@ -2,7 +2,8 @@
 // Something that receives a session's committed frames: an SSE stream, a long poll.
 // The session strand calls these; implementations must return at once (post to
 // their own executor, never block or write here) so one slow client never slows
-// the run or the other subscribers.
+// the run or the other subscribers, and must not call back into the channel
+// (it walks its subscriber list while delivering).
 #include <cstddef>
 #include <memory>
 

@@ -8,7 +8,7 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-run::run(net::strand<net::any_io_executor> strand, std::string id, std::int64_t started_at_ms, std::int64_t events_before)
+run::run(io_strand strand, std::string id, std::int64_t started_at_ms, std::int64_t events_before)
     : strand_(strand), id_(std::move(id)), started_at_ms_(started_at_ms), events_before_(events_before), sleeper_(strand) {}
 
 bool run::request_abort() {

@@ -9,14 +9,14 @@
 #include <cstdint>
 #include <string>
 
+#include "core/io_executor.hpp"
 #include "core/session.hpp"
 
 namespace agw::core {
 
 class run : public std::enable_shared_from_this<run> {
  public:
-  run(boost::asio::strand<boost::asio::any_io_executor> strand, std::string id, std::int64_t started_at_ms,
-      std::int64_t events_before);
+  run(io_strand strand, std::string id, std::int64_t started_at_ms, std::int64_t events_before);
 
   const std::string& id() const { return id_; }
   std::int64_t started_at_ms() const { return started_at_ms_; }
@@ -34,7 +34,7 @@ class run : public std::enable_shared_from_this<run> {
   boost::asio::awaitable<bool> sleep_until(std::chrono::steady_clock::time_point deadline);
 
  private:
-  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  io_strand strand_;
   std::string id_;
   std::int64_t started_at_ms_;
   std::int64_t events_before_;

@@ -28,14 +28,14 @@ net::awaitable<void> run_context::pace() {
   if (++published_ % 8 == 0) co_await net::post(channel_->strand(), net::use_awaitable);
 }
 
-void run_context::publish(std::string_view type, boost::json::object data) { channel_->publish(run_->id(), type, std::move(data)); }
+void run_context::publish(std::string_view type, const boost::json::object& data) { channel_->publish(run_->id(), type, data); }
 
-void run_context::publish_status(std::string_view s) { publish("status", {{"status", s}}); }
+void run_context::publish_status(std::string_view s) { channel_->publish(run_->id(), "status", "status", s); }
 
 void run_context::publish_token(std::string_view text) {
   content_ += text;
   ++tokens_;
-  publish("token", {{"content", text}});
+  channel_->publish(run_->id(), "token", "content", text);
 }
 
 void run_context::publish_tool_call(const std::string& id, const std::string& name, const boost::json::object& args) {

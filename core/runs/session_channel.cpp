@@ -16,7 +16,7 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-session_channel::session_channel(net::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
+session_channel::session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id,
                                  const channel_services& services, options opts)
     : strand_(net::make_strand(executor)),
       session_id_(std::move(session_id)),
@@ -30,13 +30,22 @@ session_channel::session_channel(net::any_io_executor executor, std::string sess
       ring_(opts.ring_size),
       claim_(services.claims.make_claim()),
       segment_timer_(strand_) {
-  snapshot_.last_event_id = last_event_id;
+  snapshot_last_id_.store(last_event_id);
 }
 
-std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, boost::json::object data) {
+std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, const boost::json::object& data) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;  // the session is gone: nothing to store or deliver
-  pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, std::move(data))));
+  pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, data)));
+  flush();
+  return id;
+}
+
+std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, std::string_view key,
+                                      std::string_view value) {
+  const std::int64_t id = next_id_++;
+  if (closed_) return id;
+  pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, key, value)));
   flush();
   return id;
 }
@@ -59,7 +68,7 @@ void session_channel::flush() {
   }
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
-  const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == "done"; });
+  const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type() == "done"; });
   const bool as_segment = segment_now || ends_run || unsegmented_.size() + batch->size() >= opts_.segment_frames;
   event_batch_record record;
   record.session_id = session_id_;
@@ -129,13 +138,16 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   stats_.event_batches_committed++;
   // A run is over when its done is durable: clear it before anyone sees the done,
   // so a client that answers done with its next message never meets a 409.
+  bool run_ended = false;
   if (run_)
     for (const auto& f : *batch)
-      if (f->type == "done" && f->run_id == run_->id()) {
+      if (f->type() == "done" && f->run_id() == run_->id()) {
         run_.reset();
+        run_ended = true;
         break;
       }
-  publish_snapshot();
+  snapshot_last_id_.store(committed_id_);
+  if (run_ended) publish_snapshot();
   deliver_live(batch);
   wake(commit_waiters_);
   if (deleting_ && !run_) {
@@ -157,9 +169,8 @@ void session_channel::arm_segment_timer() {
 }
 
 void session_channel::deliver_live(const frame_batch& batch) {
-  // Copy the list first: a subscriber may unsubscribe from inside deliver().
-  auto targets = subscribers_;
-  for (const auto& s : targets)
+  // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
+  for (const auto& s : subscribers_)
     if (!s.catching_up) s.sub->deliver(batch);
 }
 
@@ -399,13 +410,17 @@ void session_channel::close_subscribers() {
 
 void session_channel::publish_snapshot() {
   std::lock_guard lock(snapshot_mutex_);
-  snapshot_.last_event_id = committed_id_;
-  snapshot_.run = run_ ? std::optional<run_summary>(run_->summary()) : std::nullopt;
+  snapshot_run_ = run_ ? std::optional<run_summary>(run_->summary()) : std::nullopt;
 }
 
 session_channel::snapshot_view session_channel::snapshot() const {
-  std::lock_guard lock(snapshot_mutex_);
-  return snapshot_;
+  snapshot_view out;
+  {
+    std::lock_guard lock(snapshot_mutex_);
+    out.run = snapshot_run_;
+  }
+  out.last_event_id = snapshot_last_id_.load();
+  return out;
 }
 
 }  // namespace agw::core

@@ -23,6 +23,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/json/object.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -36,6 +37,7 @@
 #include "core/events/event_buffer.hpp"
 #include "core/events/journal_claims.hpp"
 #include "core/events/subscriber.hpp"
+#include "core/io_executor.hpp"
 #include "core/metrics.hpp"
 #include "core/session.hpp"
 #include "core/store_executor.hpp"
@@ -61,7 +63,7 @@ struct channel_services {
 
 class session_channel : public std::enable_shared_from_this<session_channel> {
  public:
-  using strand_type = boost::asio::strand<boost::asio::any_io_executor>;
+  using strand_type = io_strand;
 
   struct options {
     std::size_t ring_size = 100;
@@ -76,7 +78,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     bool deleted = false;               // born closed: the session was deleted already
   };
 
-  session_channel(boost::asio::any_io_executor executor, std::string session_id, std::int64_t last_event_id,
+  session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id,
                   const channel_services& services, options opts);
 
   strand_type& strand() { return strand_; }
@@ -85,7 +87,9 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
 
   // --- on the strand ---
   // Assigns the next id and queues the frame for commit; returns the id.
-  std::int64_t publish(std::string_view run_id, std::string_view type, boost::json::object data);
+  std::int64_t publish(std::string_view run_id, std::string_view type, const boost::json::object& data);
+  // The same for data with one string member ({"status": ...}, {"content": ...}).
+  std::int64_t publish(std::string_view run_id, std::string_view type, std::string_view key, std::string_view value);
   // Waits until every event published so far is committed and released.
   boost::asio::awaitable<void> wait_committed();
   // Waits while more than the high watermark of events await their commit.
@@ -174,8 +178,11 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;
   std::shared_ptr<run> run_;
 
+  // What snapshot() reads from other threads: the last id on every commit (an atomic),
+  // the run only when it starts or ends (under the mutex).
+  std::atomic<std::int64_t> snapshot_last_id_{0};
   mutable std::mutex snapshot_mutex_;
-  snapshot_view snapshot_;
+  std::optional<run_summary> snapshot_run_;
 };
 
 }  // namespace agw::core

@@ -23,11 +23,7 @@ using agw::core::event_frame;
 using agw::core::frame_ptr;
 
 frame_ptr frame(std::int64_t id) {
-  auto f = std::make_shared<event_frame>();
-  f->id = id;
-  f->type = "token";
-  f->text = "id: " + std::to_string(id) + "\n\n";
-  return f;
+  return std::make_shared<event_frame>("id: " + std::to_string(id) + "\nevent: token\n\n");
 }
 
 std::vector<std::int64_t> ids(const std::vector<frame_ptr>& frames) {

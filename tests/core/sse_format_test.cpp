@@ -43,13 +43,26 @@ TEST_CASE("sse_format: make_event_frame exact bytes") {
     CAPTURE(r.name);
     const event_frame f = make_event_frame(r.id, r.type, r.run_id, r.data);
     CHECK(f.id == r.id);
-    CHECK(f.type == r.type);
-    CHECK(f.run_id == r.run_id);
-    CHECK(f.data == r.data_line);
+    CHECK(f.type() == r.type);
+    CHECK(f.run_id() == r.run_id);
+    CHECK(f.data() == r.data_line);
     CHECK(f.text == "id: " + std::to_string(r.id) + "\nevent: " + r.type + "\ndata: " + r.data_line + "\n\n");
     // One data line: the only newlines are the three line ends and the blank line.
     CHECK(std::count(f.text.begin(), f.text.end(), '\n') == 4);
     CHECK(f.text.find('\r') == std::string::npos);
+  }
+}
+
+TEST_CASE("sse_format: the one-string-member form writes what the object form writes") {
+  const char* values[] = {"hello", "", "a\nb", "say \"hi\" \\o/", "h\xC3\xA9llo \xF0\x9F\x98\x80", "\x01\x1f ctrl"};
+  for (const char* v : values) {
+    CAPTURE(v);
+    const auto fast = agw::core::make_event_frame(12, "token", "run-7", "content", v);
+    const auto slow = make_event_frame(12, "token", "run-7", {{"content", v}});
+    CHECK(fast.text == slow.text);
+    CHECK(fast.type() == "token");
+    CHECK(fast.run_id() == "run-7");
+    CHECK(boost::json::parse(fast.data()).at("content") == v);
   }
 }
 
@@ -85,11 +98,11 @@ TEST_CASE("sse_format: parse_stored_frame round trip") {
     CAPTURE(original.text);
     const auto parsed = parse_stored_frame(original.text);
     CHECK(parsed.id == original.id);
-    CHECK(parsed.type == original.type);
-    CHECK(parsed.run_id == original.run_id);
-    CHECK(parsed.data == original.data);
+    CHECK(parsed.type() == original.type());
+    CHECK(parsed.run_id() == original.run_id());
+    CHECK(parsed.data() == original.data());
     CHECK(parsed.text == original.text);
-    CHECK(boost::json::parse(parsed.data) == boost::json::parse(original.data));
+    CHECK(boost::json::parse(parsed.data()) == boost::json::parse(original.data()));
   }
 }
 
@@ -97,25 +110,25 @@ TEST_CASE("sse_format: parse_stored_frame tolerates odd input") {
   SUBCASE("data not JSON: no run_id") {
     auto f = parse_stored_frame("id: 3\nevent: x\ndata: not json\n\n");
     CHECK(f.id == 3);
-    CHECK(f.type == "x");
-    CHECK(f.data == "not json");
-    CHECK(f.run_id.empty());
+    CHECK(f.type() == "x");
+    CHECK(f.data() == "not json");
+    CHECK(f.run_id().empty());
   }
   SUBCASE("run_id not a string") {
     auto f = parse_stored_frame("id: 4\nevent: x\ndata: {\"run_id\":5}\n\n");
     CHECK(f.id == 4);
-    CHECK(f.run_id.empty());
+    CHECK(f.run_id().empty());
   }
   SUBCASE("no trailing blank line") {
     auto f = parse_stored_frame("id: 5\nevent: token\ndata: {\"run_id\":\"r\"}");
     CHECK(f.id == 5);
-    CHECK(f.type == "token");
-    CHECK(f.run_id == "r");
+    CHECK(f.type() == "token");
+    CHECK(f.run_id() == "r");
   }
   SUBCASE("empty") {
     auto f = parse_stored_frame("");
     CHECK(f.id == 0);
-    CHECK(f.type.empty());
+    CHECK(f.type().empty());
     CHECK(f.text.empty());
   }
 }
