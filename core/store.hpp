@@ -6,6 +6,7 @@
 // so no io thread ever touches storage. Methods throw store_error on failure.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,7 +59,12 @@ class store_connection {
   // batches go first to the journal, one table in commit order shared by every
   // session, and reach a segment later; the journal is read only by the start-up fold.
   virtual void append_segment(const event_batch_record& segment) = 0;
-  virtual std::int64_t append_journal(const event_batch_record& batch) = 0;  // returns the row's journal seq
+  // One journal row holding these batches (of any sessions); returns its seq.
+  virtual std::int64_t append_journal(std::span<const event_batch_record* const> batches) = 0;
+  std::int64_t append_journal(const event_batch_record& batch) {
+    const event_batch_record* one[] = {&batch};
+    return append_journal(one);
+  }
   // Removes the oldest journal rows below `keep_from_seq` (below any seq when none is
   // given), at most truncate_batch of them per call: a cut is a bounded piece of work.
   static constexpr std::size_t truncate_batch = 4096;

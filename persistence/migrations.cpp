@@ -111,19 +111,17 @@ CREATE TABLE webhook_attempts (
   PRIMARY KEY (delivery_id, attempt)
 ) WITHOUT ROWID;
 )sql",
-    // 2: the event journal. Small batches (a paced run's single tokens) are appended
-    //    here in commit order, so a commit writes a few adjacent pages however many
-    //    sessions it carries; each session later moves its journaled frames into one
-    //    event_batches row (a segment), and the journal is cut below the oldest batch
-    //    some session still needs (docs/streaming.md, "The event log"). No foreign key
-    //    and no index: it is written at every commit, read only at start-up.
+    // 2: the event journal. The small batches of every session that one writer cycle
+    //    commits (a paced run's single tokens) share one row, appended in commit order:
+    //    a commit writes a few adjacent pages however many sessions it carries. Each
+    //    session later moves its journaled frames into one event_batches row (a
+    //    segment), and the journal is cut below the oldest row some session still needs
+    //    (docs/streaming.md, "The event log"). `entries` is journal_codec's encoding. No
+    //    index: it is written at every commit, read only at start-up.
     R"sql(
 CREATE TABLE event_journal (
   seq        INTEGER PRIMARY KEY,
-  session_id TEXT NOT NULL,
-  first_id   INTEGER NOT NULL,
-  last_id    INTEGER NOT NULL,
-  frames     BLOB NOT NULL,
+  entries    BLOB NOT NULL,
   created_at INTEGER NOT NULL
 );
 )sql",

@@ -1,9 +1,11 @@
 #include "persistence/sqlite_store.hpp"
 
 #include "core/events/sse_format.hpp"
+#include "persistence/journal_codec.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -174,10 +176,9 @@ bool sqlite_store::update_session(const core::session_record& s) {
 
 bool sqlite_store::delete_session(std::string_view id) {
   db_.prepare("DELETE FROM sessions WHERE id = ?").bind(1, id).run();
-  const bool deleted = db_.changes() > 0;
-  // The journal has no foreign key (nor index: it is small, and deletes are rare).
-  if (deleted) db_.prepare("DELETE FROM event_journal WHERE session_id = ?").bind(1, id).run();
-  return deleted;
+  // The session's journaled events (rows shared with other sessions) go with the next cuts
+  // of the journal, seconds later, and the start-up fold skips them.
+  return db_.changes() > 0;
 }
 
 std::vector<std::string> sqlite_store::all_session_ids() {
@@ -267,13 +268,12 @@ void sqlite_store::append_segment(const core::event_batch_record& b) {
       .run();
 }
 
-std::int64_t sqlite_store::append_journal(const core::event_batch_record& b) {
-  db_.prepare("INSERT INTO event_journal (session_id, first_id, last_id, frames, created_at) VALUES (?, ?, ?, ?, ?)")
-      .bind(1, b.session_id)
-      .bind(2, b.first_id)
-      .bind(3, b.last_id)
-      .bind_blob(4, b.frames)
-      .bind(5, b.created_at_ms)
+std::int64_t sqlite_store::append_journal(std::span<const core::event_batch_record* const> batches) {
+  std::int64_t created = 0;
+  for (const auto* b : batches) created = std::max(created, b->created_at_ms);
+  db_.prepare("INSERT INTO event_journal (entries, created_at) VALUES (?, ?)")
+      .bind_blob(1, encode_journal_entries(batches))
+      .bind(2, created)
       .run();
   return sqlite3_last_insert_rowid(db_.handle());
 }
@@ -294,10 +294,16 @@ void sqlite_store::truncate_journal(std::optional<std::int64_t> keep_from_seq) {
 
 std::size_t sqlite_store::fold_journal() {
   std::vector<core::event_batch_record> rows;
+  std::size_t row_count = 0;
   {
-    auto st = db_.prepare_uncached("SELECT session_id, first_id, last_id, frames, created_at FROM event_journal ORDER BY session_id, seq");
-    while (st.step()) rows.push_back({st.text(0), st.int64(1), st.int64(2), st.text(3), st.int64(4)});
+    auto st = db_.prepare_uncached("SELECT entries FROM event_journal ORDER BY seq");
+    while (st.step()) {
+      ++row_count;
+      for (auto& b : decode_journal_entries(st.text(0))) rows.push_back(std::move(b));
+    }
   }
+  // By session, in commit order within each.
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.session_id < b.session_id; });
   // Per session: the rows after its newest segment, consecutive, become one segment.
   std::optional<core::event_batch_record> segment;
   std::string session;
@@ -332,7 +338,7 @@ std::size_t sqlite_store::fold_journal() {
   }
   write();
   db_.prepare("DELETE FROM event_journal").run();
-  return rows.size();
+  return row_count;
 }
 
 std::vector<core::stored_event> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {

@@ -37,7 +37,8 @@ class sqlite_store final : public core::store_connection {
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override;
 
   void append_segment(const core::event_batch_record& segment) override;
-  std::int64_t append_journal(const core::event_batch_record& batch) override;
+  using core::store_connection::append_journal;
+  std::int64_t append_journal(std::span<const core::event_batch_record* const> batches) override;
   void truncate_journal(std::optional<std::int64_t> keep_from_seq) override;
   std::size_t fold_journal() override;
   std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override;

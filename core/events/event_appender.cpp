@@ -35,12 +35,30 @@ void event_appender::submit() {
       job_queued_ = false;
     }
     taken->ran = true;
-    taken->errors.assign(taken->requests.size(), nullptr);
-    for (std::size_t i = 0; i < taken->requests.size(); ++i) {
-      // One session's refused row (its session deleted meanwhile, say) spares the others:
-      // SQLite undoes the failed statement alone.
+    auto& requests = taken->requests;
+    taken->errors.assign(requests.size(), nullptr);
+    // Every journal batch of this cycle goes into one row.
+    std::vector<const event_batch_record*> journal;
+    for (const auto& r : requests)
+      if (!r.as_segment) journal.push_back(&r.record);
+    if (!journal.empty()) {
+      std::exception_ptr error;
       try {
-        write(c, taken->requests[i]);
+        const auto seq = c.append_journal(journal);
+        for (auto& r : requests)
+          if (!r.as_segment) r.claim->hold_from(seq);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      for (std::size_t i = 0; i < requests.size(); ++i)
+        if (!requests[i].as_segment) taken->errors[i] = error;
+    }
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (!requests[i].as_segment) continue;
+      // One session's refused segment (its session deleted meanwhile, say) spares the
+      // others: SQLite undoes the failed statement alone.
+      try {
+        write_segment(c, requests[i]);
       } catch (...) {
         taken->errors[i] = std::current_exception();
       }
@@ -61,11 +79,7 @@ void event_appender::submit() {
                      }));
 }
 
-void event_appender::write(store_connection& c, request& r) {
-  if (!r.as_segment) {
-    r.claim->hold_from(c.append_journal(r.record));
-    return;
-  }
+void event_appender::write_segment(store_connection& c, const request& r) {
   c.append_segment(r.record);
   const auto keep = static_cast<std::int64_t>(r.retention);
   if (keep > 0 && r.record.last_id > keep) c.trim_events(r.record.session_id, r.record.last_id - keep + 1);

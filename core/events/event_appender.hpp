@@ -1,8 +1,8 @@
 #pragma once
 // Gathers the event batches of every session channel into one store write job
-// per writer cycle: one job, one savepoint and one prepared-statement loop for
-// however many sessions published meanwhile, then one completion that hands
-// each channel its own outcome on its strand. Without it each channel's batch
+// per writer cycle: one job and one savepoint for however many sessions
+// published meanwhile, one journal row for all their small batches, then one
+// completion that hands each channel its own outcome on its strand. Without it each channel's batch
 // was a job of its own, and that overhead (savepoint, queueing, a cross-thread
 // completion) was paid per event by paced runs (docs/streaming.md).
 //
@@ -38,7 +38,7 @@ class event_appender {
 
  private:
   void submit();
-  static void write(store_connection& c, request& r);
+  static void write_segment(store_connection& c, const request& r);
   static void complete(std::vector<request>& requests, const std::vector<std::exception_ptr>& errors, std::exception_ptr all);
 
   store_executor& store_;

@@ -43,7 +43,7 @@ struct fake_data {
   std::map<std::string, core::message_record, std::less<>> messages;  // by id
   std::vector<core::checkpoint_record> checkpoints;
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
-  std::map<std::int64_t, core::event_batch_record> journal;  // by seq
+  std::map<std::int64_t, std::vector<core::event_batch_record>> journal;  // rows by seq, each several batches
   std::int64_t next_journal_seq = 1;
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
   std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
@@ -104,8 +104,9 @@ class fake_db {
     };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second) add(b);
-    for (const auto& [seq, b] : data_.journal)
-      if (b.session_id == session_id) add(b);
+    for (const auto& [seq, row] : data_.journal)
+      for (const auto& b : row)
+        if (b.session_id == session_id) add(b);
     return {ids.begin(), ids.end()};
   }
   bool event_committed(std::string_view session_id, std::int64_t id) const {
@@ -114,8 +115,9 @@ class fake_db {
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second)
         if (holds(b)) return true;
-    for (const auto& [seq, b] : data_.journal)
-      if (holds(b)) return true;
+    for (const auto& [seq, row] : data_.journal)
+      for (const auto& b : row)
+        if (holds(b)) return true;
     return false;
   }
   // Seeds committed state directly (test set-up).
@@ -265,7 +267,6 @@ class fake_connection final : public core::store_connection {
       std::erase_if(d.checkpoints, [&](const auto& c) { return c.session_id == id; });
       std::erase_if(d.idempotency, [&](const auto& kv) { return kv.first.first == id; });
       if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
-      std::erase_if(d.journal, [&](const auto& kv) { return kv.second.session_id == id; });
       d.sessions.erase(it);
       return true;
     });
@@ -326,11 +327,15 @@ class fake_connection final : public core::store_connection {
       advance_last_event_id(d, batch);
     });
   }
-  std::int64_t append_journal(const core::event_batch_record& batch) override {
+  using core::store_connection::append_journal;
+  std::int64_t append_journal(std::span<const core::event_batch_record* const> batches) override {
     return write("append_journal", [&](fake_data& d) {
       const auto seq = d.next_journal_seq++;
-      d.journal.emplace(seq, batch);
-      advance_last_event_id(d, batch);
+      auto& row = d.journal[seq];
+      for (const auto* b : batches) {
+        row.push_back(*b);
+        advance_last_event_id(d, *b);
+      }
       return seq;
     });
   }
@@ -345,13 +350,14 @@ class fake_connection final : public core::store_connection {
   std::size_t fold_journal() override {
     return write("fold_journal", [&](fake_data& d) {
       const std::size_t rows = d.journal.size();
-      for (auto& [seq, b] : d.journal) {
-        if (!d.sessions.contains(b.session_id)) continue;
-        auto& segments = d.event_batches[b.session_id];
-        std::int64_t through = 0;
-        for (const auto& s : segments) through = std::max(through, s.last_id);
-        if (b.last_id > through) segments.push_back(b);
-      }
+      for (auto& [seq, row] : d.journal)
+        for (auto& b : row) {
+          if (!d.sessions.contains(b.session_id)) continue;
+          auto& segments = d.event_batches[b.session_id];
+          std::int64_t through = 0;
+          for (const auto& s : segments) through = std::max(through, s.last_id);
+          if (b.last_id > through) segments.push_back(b);
+        }
       d.journal.clear();
       return rows;
     });
