@@ -1,6 +1,7 @@
 #include "core/runs/session_channel.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -160,7 +161,11 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
 }
 
 void session_channel::arm_segment_timer() {
-  segment_timer_.expires_after(opts_.segment_age);
+  // Somewhere in [age/2, age]: sessions that started together (a burst of runs) must not
+  // all write their segments in the same writer cycle, which would stall every commit.
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  const auto half = opts_.segment_age / 2;
+  segment_timer_.expires_after(half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
   segment_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->closed_ || self->unsegmented_.empty()) return;
     self->segment_due_ = true;

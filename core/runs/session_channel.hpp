@@ -72,8 +72,9 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     std::size_t retention = 0;          // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;        // events per commit (and per delivery)
     std::size_t segment_frames = 64;    // journaled events that make a segment
-    // The longest a frame stays journal-only before its tail becomes a segment; 0: no
-    // timer (segments come only from size and run ends; the start-up fold does the rest).
+    // The longest a frame stays journal-only before its tail becomes a segment (a random
+    // point in [age/2, age]); 0: no timer (segments come only from size and run ends;
+    // the start-up fold does the rest).
     std::chrono::milliseconds segment_age{0};
     bool deleted = false;               // born closed: the session was deleted already
   };

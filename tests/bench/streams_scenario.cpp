@@ -45,6 +45,10 @@
 namespace agw::bench {
 namespace {
 
+// Drift is also reported for tokens from this index on (the steady state after the
+// start, when every stream's POST arrives at once).
+constexpr std::size_t steady_from_token = 10;
+
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using clock_type = std::chrono::steady_clock;
@@ -446,6 +450,7 @@ struct stream_run {
   double done_p50_s = 0;  // when half of the streams had their done, from the first POST
   double drift_p50_ms = 0, drift_p99_ms = 0, gap_p99_ms = 0;  // rate mode only
   double first_anchored_p99_ms = 0;  // rate mode: the drift with the schedule anchored at the first token's arrival
+  double steady_p99_ms = 0;          // rate mode: the drift of tokens from steady_from_token on
   std::optional<double> server_cpu_s;
   std::optional<double> server_rqwait_s;  // summed over the server's threads
   std::optional<double> peak_rss_mib;
@@ -613,7 +618,7 @@ stream_run measure_streams(const bench_options& options, bench_target& target, d
     if (!after.empty()) out.server_rqwait_s = waited;
   }
 
-  latency_recorder ttft, drift, first_anchored, gap, done_at;
+  latency_recorder ttft, drift, first_anchored, gap, done_at, steady;
   ttft.reserve(connections);
   if (rate > 0) {
     drift.reserve(static_cast<std::size_t>(connections) * options.tokens);
@@ -646,7 +651,12 @@ stream_run measure_streams(const bench_options& options, bench_target& target, d
       };
       auto best = r.tokens[0];
       for (std::size_t i = 1; i < r.tokens.size(); ++i) best = std::min(best, r.tokens[i] - slot(i));
-      for (std::size_t i = 0; i < r.tokens.size(); ++i) drift.record(r.tokens[i] - slot(i) - best);
+      for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+        drift.record(r.tokens[i] - slot(i) - best);
+        // Past the start: every stream's first tokens share the server with all the other
+        // streams' POSTs (they start together); later ones show the steady state.
+        if (i >= steady_from_token) steady.record(r.tokens[i] - slot(i) - best);
+      }
       for (std::size_t i = 1; i < r.tokens.size(); ++i) {
         const auto due = r.tokens[0] + slot(i);
         first_anchored.record(r.tokens[i] > due ? r.tokens[i] - due : due - r.tokens[i]);
@@ -665,6 +675,7 @@ stream_run measure_streams(const bench_options& options, bench_target& target, d
     out.drift_p99_ms = drift.percentile_us(99) / 1000.0;
     out.gap_p99_ms = gap.percentile_us(99) / 1000.0;
     out.first_anchored_p99_ms = first_anchored.percentile_us(99) / 1000.0;
+    out.steady_p99_ms = steady.percentile_us(99) / 1000.0;
   }
   out.interrupted = target.interrupted && target.interrupted->load();
   return out;
@@ -691,8 +702,8 @@ void print_progress(const stream_run& r) {
               r.mode.c_str(), r.connections, r.run, r.events_per_s, static_cast<unsigned long long>(r.events), r.wall_s,
               r.done_p50_s, r.ttft_min_ms, r.ttft_p50_ms, r.ttft_p99_ms);
   if (r.rate > 0)
-    std::printf(", drift p50 %.2f ms p99 %.2f ms (first-token anchor p99 %.2f ms), gap p99 %.2f ms", r.drift_p50_ms,
-                r.drift_p99_ms, r.first_anchored_p99_ms, r.gap_p99_ms);
+    std::printf(", drift p50 %.2f ms p99 %.2f ms (from token %zu on: p99 %.2f ms; first-token anchor p99 %.2f ms), gap p99 %.2f ms",
+                r.drift_p50_ms, r.drift_p99_ms, steady_from_token, r.steady_p99_ms, r.first_anchored_p99_ms, r.gap_p99_ms);
   if (r.server_cpu_s) std::printf(", server cpu %.2f s (%s us/event)", *r.server_cpu_s, opt(us_per_event(r), "%.2f").c_str());
   if (r.server_rqwait_s) std::printf(", server waited %.2f s for a CPU", *r.server_rqwait_s);
   if (r.peak_rss_mib) std::printf(", peak rss %.1f MiB", *r.peak_rss_mib);
