@@ -25,12 +25,14 @@ void store_executor::stop() {
   connections_.clear();
 }
 
-void store_executor::push(queue& q, job j) {
+void store_executor::push(queue_kind kind, job j) {
+  queue& q = kind == queue_kind::read ? reads_ : writes_;
+  auto& jobs = kind == queue_kind::urgent_write ? q.urgent : q.jobs;
   {
     std::unique_lock lock(q.mutex);
-    if (!stopping_ && q.jobs.size() < opts_.queue_capacity) {
-      q.jobs.push_back(std::move(j));
-      const bool was_empty = q.jobs.size() == 1;
+    if (!stopping_ && jobs.size() < opts_.queue_capacity) {
+      jobs.push_back(std::move(j));
+      const bool was_empty = q.jobs.size() + q.urgent.size() == 1;
       lock.unlock();
       // A busy consumer drains the whole queue anyway: wake it only when it may be asleep.
       if (was_empty || &q == &reads_) q.ready.notify_one();
@@ -50,28 +52,35 @@ void store_executor::writer_loop(store_connection& c) {
   std::vector<std::exception_ptr> errors;
   auto last_commit = std::chrono::steady_clock::now() - opts_.min_commit_interval;
   auto maintenance_due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
+  bool cut_short = false;  // the last batch left jobs behind: no pause before the next
   for (;;) {
     batch.clear();
+    std::size_t urgent = 0;
     {
       std::unique_lock lock(writes_.mutex);
-      writes_.ready.wait(lock, [&] { return stopping_ || !writes_.jobs.empty(); });
-      if (writes_.jobs.empty()) return;  // stopping and drained
+      auto queued = [&] { return writes_.jobs.size() + writes_.urgent.size(); };
+      writes_.ready.wait(lock, [&] { return stopping_ || queued() > 0; });
+      if (queued() == 0) return;  // stopping and drained
       // Group commit under load: at most one commit per interval, so jobs arriving
       // meanwhile share it. After a quiet spell the first job commits at once.
       const auto due = last_commit + opts_.min_commit_interval;
-      if (!stopping_ && writes_.jobs.size() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
+      if (!stopping_ && !cut_short && queued() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
         lock.unlock();
         std::this_thread::sleep_until(due);
         lock.lock();
       }
       last_commit = std::chrono::steady_clock::now();
-      while (!writes_.jobs.empty() && batch.size() < opts_.max_batch) {
-        batch.push_back(std::move(writes_.jobs.front()));
-        writes_.jobs.pop_front();
+      for (auto* from : {&writes_.urgent, &writes_.jobs}) {
+        while (!from->empty() && batch.size() < opts_.max_batch) {
+          batch.push_back(std::move(from->front()));
+          from->pop_front();
+        }
+        if (from == &writes_.urgent) urgent = batch.size();
       }
     }
     errors.assign(batch.size(), nullptr);
     std::exception_ptr batch_error;
+    std::size_t ran = 0;  // jobs of the batch that ran; the rest go back to the queue
     try {
       c.begin_batch();
       if (opts_.maintenance && last_commit >= maintenance_due) {
@@ -79,6 +88,9 @@ void store_executor::writer_loop(store_connection& c) {
         run_maintenance(c);
       }
       for (std::size_t i = 0; i < batch.size(); ++i) {
+        // Past the budget, ordinary jobs wait for the next commit (one always runs).
+        if (i > urgent && std::chrono::steady_clock::now() - last_commit >= opts_.batch_budget) break;
+        ran = i + 1;
         c.savepoint();
         try {
           batch[i].run(c);
@@ -92,7 +104,7 @@ void store_executor::writer_loop(store_connection& c) {
       }
       c.commit_batch();
       ++batches_;
-      jobs_ += batch.size();
+      jobs_ += ran;
     } catch (...) {
       batch_error = std::current_exception();
       try {
@@ -100,6 +112,13 @@ void store_executor::writer_loop(store_connection& c) {
       } catch (const std::exception& e) {
         spdlog::error("store: rollback failed: {}", e.what());
       }
+    }
+    cut_short = ran < batch.size();
+    if (cut_short) {
+      // Back to the front of the queue, in their order.
+      std::lock_guard lock(writes_.mutex);
+      for (std::size_t i = batch.size(); i > ran; --i) writes_.jobs.push_front(std::move(batch[i - 1]));
+      batch.resize(ran);
     }
     for (std::size_t i = 0; i < batch.size(); ++i) batch[i].finish(batch_error ? batch_error : errors[i]);
   }

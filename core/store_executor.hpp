@@ -3,8 +3,11 @@
 //
 // One writer thread owns the single write connection and drains its queue in
 // batches: every job of a batch runs in its own savepoint inside one
-// transaction, and one commit covers them all (group commit). Reader threads
-// each own a read connection. Completions are posted to the caller's executor.
+// transaction, and one commit covers them all (group commit). Urgent jobs (the
+// event log's) run first in every batch, and a batch stops taking ordinary jobs
+// after `batch_budget` of work, so a burst of requests never holds released
+// events back for long. Reader threads each own a read connection. Completions
+// are posted to the caller's executor.
 //
 // Thread-safety: async_write/async_read may be called from any thread. Both
 // queues are bounded; a job offered to a full queue fails at once with
@@ -43,6 +46,8 @@ class store_executor {
     std::size_t readers = 2;
     std::size_t queue_capacity = 100'000;  // per queue
     std::size_t max_batch = 1024;          // jobs per write transaction
+    // Ordinary jobs a batch runs after this much work go to the next batch (at least one runs).
+    std::chrono::microseconds batch_budget{2000};
     // Under load, commits are at least this far apart (jobs wait up to this long
     // to share a commit); an idle writer commits a new job at once.
     std::chrono::microseconds min_commit_interval{1000};
@@ -63,12 +68,17 @@ class store_executor {
   // f(store_connection&) -> R runs inside a write transaction; handler gets (exception_ptr[, R]).
   template <class F, class Token>
   auto async_write(F f, Token&& token) {
-    return initiate(true, std::move(f), std::forward<Token>(token));
+    return initiate(queue_kind::write, std::move(f), std::forward<Token>(token));
+  }
+  // The same, ahead of ordinary writes (a batch runs every urgent job first).
+  template <class F, class Token>
+  auto async_write_urgent(F f, Token&& token) {
+    return initiate(queue_kind::urgent_write, std::move(f), std::forward<Token>(token));
   }
   // f runs on a read connection, outside any write transaction.
   template <class F, class Token>
   auto async_read(F f, Token&& token) {
-    return initiate(false, std::move(f), std::forward<Token>(token));
+    return initiate(queue_kind::read, std::move(f), std::forward<Token>(token));
   }
 
   std::uint64_t rejected() const { return rejected_.load(); }
@@ -84,21 +94,23 @@ class store_executor {
     std::mutex mutex;
     std::condition_variable ready;
     std::deque<job> jobs;
+    std::deque<job> urgent;  // writes only
   };
+  enum class queue_kind { read, write, urgent_write };
 
   template <class R>
   using signature_of = std::conditional_t<std::is_void_v<R>, void(std::exception_ptr),
                                           void(std::exception_ptr, std::conditional_t<std::is_void_v<R>, int, R>)>;
 
   template <class F, class Token>
-  auto initiate(bool write, F f, Token&& token) {
+  auto initiate(queue_kind kind, F f, Token&& token) {
     using result = std::invoke_result_t<F&, store_connection&>;
     return boost::asio::async_initiate<Token, signature_of<result>>(
-        [this, write](auto handler, F fn) { submit<result>(write, std::move(fn), std::move(handler)); }, token, std::move(f));
+        [this, kind](auto handler, F fn) { submit<result>(kind, std::move(fn), std::move(handler)); }, token, std::move(f));
   }
 
   template <class R, class F, class Handler>
-  void submit(bool write, F f, Handler handler) {
+  void submit(queue_kind kind, F f, Handler handler) {
     struct state {
       F fn;
       Handler handler;
@@ -124,10 +136,10 @@ class store_executor {
               }
             });
           }};
-    push(write ? writes_ : reads_, std::move(j));
+    push(kind, std::move(j));
   }
 
-  void push(queue& q, job j);
+  void push(queue_kind kind, job j);
   void writer_loop(store_connection& c);
   void run_maintenance(store_connection& c);
   void reader_loop(store_connection& c);

@@ -64,7 +64,8 @@ void event_appender::submit() {
       }
     }
   };
-  store_.async_write(std::move(job), net::bind_executor(io_, [this, taken](std::exception_ptr error) {
+  // Urgent: released events must not wait behind a burst of ordinary writes.
+  store_.async_write_urgent(std::move(job), net::bind_executor(io_, [this, taken](std::exception_ptr error) {
                        if (!taken->ran) {
                          // Never reached the writer (queue full, shutting down): fail what is pending,
                          // and the channels retry.
