@@ -3,6 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "core/ids.hpp"
 #include "core/projection.hpp"
@@ -58,7 +59,9 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   auto error = make_event_frame(last + 1, "error", state.run->id,
                                 {{"code", "interrupted"}, {"message", "the server stopped while this run was live"}});
   auto done = make_event_frame(last + 2, "done", state.run->id, {{"assistant_data", message_json(answer)}});
-  c.append_segment({s.id, last + 1, last + 2, error.text + done.text, now_ms()});
+  const frame_ptr ending[] = {std::make_shared<const event_frame>(std::move(error)),
+                              std::make_shared<const event_frame>(std::move(done))};
+  c.append_segment({s.id, last + 1, last + 2, encode_log_frames(ending), now_ms()});
   return true;
 }
 

@@ -2,14 +2,23 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.hpp"
+
 namespace agw::core {
 
 store_executor::store_executor(connection_factory make_connection, options opts) : opts_(opts) {
   // Open every connection up front so a bad database fails start-up, not the first request.
-  connections_.push_back(make_connection());
-  for (std::size_t i = 0; i < opts_.readers; ++i) connections_.push_back(make_connection());
-  threads_.emplace_back([this] { writer_loop(*connections_[0]); });
-  for (std::size_t i = 1; i < connections_.size(); ++i) threads_.emplace_back([this, i] { reader_loop(*connections_[i]); });
+  connections_.push_back(make_connection(connection_role::writer));
+  for (std::size_t i = 0; i < opts_.readers; ++i) connections_.push_back(make_connection(connection_role::reader));
+  threads_.emplace_back([this] {
+    name_this_thread("agw-writer");
+    writer_loop(*connections_[0]);
+  });
+  for (std::size_t i = 1; i < connections_.size(); ++i)
+    threads_.emplace_back([this, i] {
+      name_this_thread("agw-reader-" + std::to_string(i));
+      reader_loop(*connections_[i]);
+    });
 }
 
 store_executor::~store_executor() { stop(); }

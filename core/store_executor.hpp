@@ -40,7 +40,8 @@ class store_busy : public store_error {
 
 class store_executor {
  public:
-  using connection_factory = std::function<std::unique_ptr<store_connection>()>;
+  enum class connection_role { writer, reader };
+  using connection_factory = std::function<std::unique_ptr<store_connection>(connection_role)>;
 
   struct options {
     std::size_t readers = 2;

@@ -77,8 +77,15 @@ int main(int argc, char** argv) {
     store_options.maintenance_interval = std::chrono::milliseconds(100);
     // Checkpoints run on their own thread, never inside a commit (wal_checkpointer.hpp).
     agw::persistence::wal_checkpointer checkpointer(config.db_path, std::chrono::milliseconds(200));
+    using role = agw::core::store_executor::connection_role;
     agw::core::store_executor store(
-        [&] { return std::make_unique<agw::persistence::sqlite_store>(config.db_path, /*auto_checkpoint=*/false); },
+        [&](role r) {
+          agw::persistence::sqlite_database::options opts;
+          opts.auto_checkpoint = false;
+          // The writer keeps every page its commits touch (the sessions' log tails).
+          if (r == role::writer) opts.cache_kib = 32 * 1024;
+          return std::make_unique<agw::persistence::sqlite_store>(config.db_path, opts);
+        },
         store_options);
     agw::gateway::server server(config, store, claims);
     int code = server.run();

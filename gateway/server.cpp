@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.hpp"
+
 namespace agw::gateway {
 
 server::server(const core::settings& config, core::store_executor& store, core::journal_claims& claims)
@@ -37,7 +39,12 @@ int server::run() {
 
   const unsigned threads = config_.io_threads ? config_.io_threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([this] { ioc_.run(); });
+  for (unsigned i = 1; i < threads; ++i)
+    pool.emplace_back([this, i] {
+      core::name_this_thread("agw-io-" + std::to_string(i));
+      ioc_.run();
+    });
+  // The main thread keeps the process's name (pgrep, top, systemd see it).
   ioc_.run();
   for (auto& t : pool) t.join();
   spdlog::info("stopped");

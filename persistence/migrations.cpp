@@ -118,12 +118,29 @@ CREATE TABLE webhook_attempts (
     //    segment), and the journal is cut below the oldest row some session still needs
     //    (docs/streaming.md, "The event log"). `entries` is journal_codec's encoding. No
     //    index: it is written at every commit, read only at start-up.
+    //    event_batches becomes a rowid table: its rows (segments, a few KiB) are
+    //    appended in commit order and stay in their leaf page, where a WITHOUT ROWID
+    //    row over ~1 KiB spilled into overflow pages scattered per session; only the
+    //    small (session_id, first_id) index entries go by session.
     R"sql(
 CREATE TABLE event_journal (
   seq        INTEGER PRIMARY KEY,
   entries    BLOB NOT NULL,
   created_at INTEGER NOT NULL
 );
+CREATE TABLE event_segments (
+  seq        INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  first_id   INTEGER NOT NULL,
+  last_id    INTEGER NOT NULL,
+  frames     BLOB NOT NULL,
+  created_at INTEGER NOT NULL,
+  UNIQUE (session_id, first_id)
+);
+INSERT INTO event_segments (session_id, first_id, last_id, frames, created_at)
+  SELECT session_id, first_id, last_id, frames, created_at FROM event_batches ORDER BY created_at, session_id, first_id;
+DROP TABLE event_batches;
+ALTER TABLE event_segments RENAME TO event_batches;
 )sql",
 };
 

@@ -79,7 +79,7 @@ std::optional<std::int64_t> statement::optional_int64(int column) const {
 
 bool statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
-sqlite_database::sqlite_database(const std::string& path, bool auto_checkpoint) {
+sqlite_database::sqlite_database(const std::string& path, const options& opts) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = "cannot open database '" + path + "'";
@@ -98,7 +98,8 @@ sqlite_database::sqlite_database(const std::string& path, bool auto_checkpoint) 
   exec("PRAGMA synchronous=NORMAL");
   exec("PRAGMA foreign_keys=ON");
   exec("PRAGMA temp_store=MEMORY");
-  if (!auto_checkpoint) exec("PRAGMA wal_autocheckpoint=0");
+  if (!opts.auto_checkpoint) exec("PRAGMA wal_autocheckpoint=0");
+  exec(("PRAGMA cache_size=-" + std::to_string(opts.cache_kib)).c_str());
 }
 
 sqlite_database::~sqlite_database() {

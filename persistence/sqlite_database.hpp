@@ -46,10 +46,17 @@ class statement {
 
 class sqlite_database {
  public:
+  struct options {
+    // Off: commits never copy the WAL back themselves (a wal_checkpointer does it,
+    // off the writer's path).
+    bool auto_checkpoint = true;
+    // The page cache in KiB (SQLite's default is 2 MiB). The writer's should hold the
+    // pages every commit touches, or each commit reads them back from the WAL.
+    int cache_kib = 2048;
+  };
   // Opens (creating) the file in WAL mode with foreign keys and a busy timeout.
-  // Without auto_checkpoint, commits never copy the WAL back themselves: a
-  // wal_checkpointer does it off the writer's path.
-  explicit sqlite_database(const std::string& path, bool auto_checkpoint = true);
+  explicit sqlite_database(const std::string& path) : sqlite_database(path, options{}) {}
+  sqlite_database(const std::string& path, const options& opts);
   ~sqlite_database();
   sqlite_database(const sqlite_database&) = delete;
   sqlite_database& operator=(const sqlite_database&) = delete;

@@ -1,5 +1,6 @@
 #include "persistence/sqlite_store.hpp"
 
+#include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "persistence/journal_codec.hpp"
 
@@ -72,7 +73,7 @@ core::message_record read_message(const statement& st) {
 
 }  // namespace
 
-sqlite_store::sqlite_store(const std::string& path, bool auto_checkpoint) : db_(path, auto_checkpoint) {}
+sqlite_store::sqlite_store(const std::string& path, const sqlite_database::options& opts) : db_(path, opts) {}
 
 void sqlite_store::begin_batch() { db_.prepare("BEGIN IMMEDIATE").run(); }
 void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
@@ -346,12 +347,12 @@ std::vector<core::stored_event> sqlite_store::events_after(std::string_view sess
   // Seek to the batch holding after_id + 1 (batches are contiguous ranges keyed by first_id)
   // rather than scanning the session's log from its start.
   auto st = db_.prepare(
-      "SELECT frames FROM event_batches WHERE session_id = ?1 AND last_id > ?2 AND first_id >= COALESCE("
+      "SELECT first_id, frames FROM event_batches WHERE session_id = ?1 AND last_id > ?2 AND first_id >= COALESCE("
       "(SELECT first_id FROM event_batches WHERE session_id = ?1 AND first_id <= ?2 + 1 ORDER BY first_id DESC LIMIT 1), 0) "
       "ORDER BY first_id");
   st.bind(1, session_id).bind(2, after_id);
   while (out.size() < limit && st.step()) {
-    for (auto& e : core::split_stored_frames(st.text(0))) {
+    for (auto& e : core::decode_log_frames(st.text(1), st.int64(0))) {
       if (e.id <= after_id) continue;
       if (out.size() >= limit) break;
       out.push_back(std::move(e));

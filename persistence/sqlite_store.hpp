@@ -11,8 +11,7 @@ namespace agw::persistence {
 class sqlite_store final : public core::store_connection {
  public:
   // Opens the file; the first connection of a process should call migrate() on it.
-  // auto_checkpoint: see sqlite_database (off when a wal_checkpointer runs).
-  explicit sqlite_store(const std::string& path, bool auto_checkpoint = true);
+  explicit sqlite_store(const std::string& path, const sqlite_database::options& opts = {});
 
   void begin_batch() override;
   void commit_batch() override;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.hpp"
 #include "persistence/sqlite_database.hpp"
 
 namespace agw::persistence {
@@ -19,6 +20,7 @@ wal_checkpointer::~wal_checkpointer() {
 }
 
 void wal_checkpointer::loop(const std::string& db_path) {
+  core::name_this_thread("agw-checkpoint");
   try {
     sqlite_database db(db_path);
     std::unique_lock lock(mutex_);

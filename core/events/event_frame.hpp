@@ -16,6 +16,19 @@ struct event_frame {
   // Reads id, type, data and run id from an SSE block ("id: N\nevent: T\ndata: D\n\n");
   // fields it lacks are empty (id 0). The run id is the data's leading "run_id" string.
   explicit event_frame(std::string frame_text);
+  // Where the parts are in a frame its builder just wrote (nothing to parse again).
+  struct layout {
+    std::uint32_t type_at, type_len, data_at, data_len, run_at, run_len;
+  };
+  event_frame(std::int64_t frame_id, std::string frame_text, const layout& at)
+      : id(frame_id),
+        text(std::move(frame_text)),
+        type_at_(at.type_at),
+        type_len_(at.type_len),
+        data_at_(at.data_at),
+        data_len_(at.data_len),
+        run_at_(at.run_at),
+        run_len_(at.run_len) {}
 
   std::int64_t id = 0;  // -1: an unnumbered frame (reconnected), never skipped
   std::string text;     // "id: N\nevent: T\ndata: {...}\n\n"

@@ -14,7 +14,8 @@
 namespace agw::core {
 
 // A numbered frame: id, event and data lines and the blank line that ends it. The
-// data object is {"run_id": run_id, ...data's members in order}.
+// data object is {"run_id": run_id, ...data's members in order}; run_id is written
+// as it is (a UUID, or empty: nothing JSON would escape).
 event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, const boost::json::object& data);
 // The same for data with one string member, {"run_id": run_id, key: value}, built
 // without a JSON object (tokens and statuses: most of a run's events).
@@ -29,9 +30,6 @@ std::string_view heartbeat_line();
 
 // The unnumbered frame a resume starts with.
 std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id);
-
-// Splits a stored batch of frames (one event_batches row) back into events.
-std::vector<stored_event> split_stored_frames(std::string_view frames);
 
 // Rebuilds an event_frame from a stored frame's text (for replay from the log).
 inline event_frame parse_stored_frame(std::string text) { return event_frame(std::move(text)); }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "tests/support/fake_store.hpp"
 
@@ -170,7 +171,9 @@ TEST_CASE("session_channel: publish assigns consecutive ids and commits them in 
   CHECK(batches[1].last_id == 15);
   CHECK(batches[1].session_id == session_id);
   // The log holds exactly the serialized frames.
-  CHECK(batches[0].frames == agw::core::make_event_frame(11, "token", "run-1", token(0)).text);
+  const auto stored = agw::core::decode_log_frames(batches[0].frames, batches[0].first_id);
+  REQUIRE(stored.size() == 1);
+  CHECK(stored[0].frame == agw::core::make_event_frame(11, "token", "run-1", token(0)).text);
   CHECK(fx.stats.events_published == 5);
   CHECK(fx.stats.event_batches_committed == 2);
 }
@@ -549,9 +552,10 @@ TEST_CASE("session_channel: small batches go to the journal and are served from 
   const auto& segment = data.event_batches.at(session_id).front();
   CHECK(segment.first_id == 1);
   CHECK(segment.last_id == 5);
-  std::string frames;
-  for (std::int64_t id = 1; id <= 5; ++id) frames += agw::core::make_event_frame(id, "token", "run-1", token(id)).text;
-  CHECK(segment.frames == frames);
+  const auto stored = agw::core::decode_log_frames(segment.frames, segment.first_id);
+  REQUIRE(stored.size() == 5);
+  for (std::int64_t id = 1; id <= 5; ++id)
+    CHECK(stored[static_cast<std::size_t>(id - 1)].frame == agw::core::make_event_frame(id, "token", "run-1", token(id)).text);
   CHECK_FALSE(fx.claims.oldest());
   CHECK(journal_rows(fx.db) == 4);  // still there until a cut; replays no longer need them
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <string>
 
 namespace {
@@ -130,5 +131,15 @@ TEST_CASE("sse_format: parse_stored_frame tolerates odd input") {
     CHECK(f.id == 0);
     CHECK(f.type().empty());
     CHECK(f.text.empty());
+  }
+}
+
+TEST_CASE("sse_format: strings are escaped exactly as boost::json serializes them, for every byte") {
+  for (int b = 0; b < 256; ++b) {
+    CAPTURE(b);
+    const std::string value = std::string("a") + static_cast<char>(b) + "z";
+    const auto frame = agw::core::make_event_frame(1, "token", "r", "content", value);
+    const std::string expected = R"({"run_id":"r","content":)" + boost::json::serialize(boost::json::string(value)) + "}";
+    CHECK(frame.data() == expected);
   }
 }

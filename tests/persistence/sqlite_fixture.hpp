@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "core/ids.hpp"
 #include "persistence/migrations.hpp"
@@ -58,8 +59,11 @@ inline core::event_batch_record make_batch(const std::string& session_id, std::i
   b.session_id = session_id;
   b.first_id = first;
   b.last_id = last;
+  std::vector<core::frame_ptr> frames;
   for (std::int64_t id = first; id <= last; ++id)
-    b.frames += core::make_event_frame(id, "token", "run-1", {{"content", "tok\n" + std::to_string(id)}}).text;
+    frames.push_back(std::make_shared<const core::event_frame>(
+        core::make_event_frame(id, "token", "run-1", {{"content", "tok\n" + std::to_string(id)}})));
+  b.frames = core::encode_log_frames(frames);
   b.created_at_ms = 5000 + first;
   return b;
 }

@@ -20,7 +20,6 @@ struct doctest::StringMaker<std::vector<std::int64_t>> {
 namespace {
 
 using agw::core::stored_event;
-using agw::core::split_stored_frames;
 using agw::test::frame_text;
 using agw::test::make_batch;
 using agw::test::make_session;
@@ -123,34 +122,15 @@ TEST_CASE("sqlite_store_events: trim_events deletes whole batches below the cut 
   }
 }
 
-TEST_CASE("sqlite_store_events: split_frames") {
-  const std::string a = frame_text(1), b = frame_text(2);
-  struct row {
-    const char* name;
-    std::string input;
-    std::vector<std::int64_t> ids;
-    std::vector<std::string> frames;
-  };
-  const row rows[] = {
-      {"empty", "", {}, {}},
-      {"one", a, {1}, {a}},
-      {"two", a + b, {1, 2}, {a, b}},
-      {"trailing partial frame", a + "id: 3\nevent: token", {1, 3}, {a, "id: 3\nevent: token"}},
-      {"no id line", "event: x\ndata: {}\n\n", {0}, {"event: x\ndata: {}\n\n"}},
-      {"big id", "id: 9007199254740993\nevent: x\ndata: {}\n\n", {9007199254740993}, {"id: 9007199254740993\nevent: x\ndata: {}\n\n"}},
-  };
-  for (const auto& r : rows) {
-    CAPTURE(r.name);
-    const auto events = split_stored_frames(r.input);
-    CHECK(ids_of(events) == r.ids);
-    std::vector<std::string> frames;
-    for (const auto& e : events) frames.push_back(e.frame);
-    CHECK(frames == r.frames);
-  }
-  // A whole stored batch splits back into its frames.
-  const auto batch = make_batch("s", 5, 9);
-  const auto events = split_stored_frames(batch.frames);
-  CHECK(ids_of(events) == range(5, 9));
+TEST_CASE("sqlite_store_events: rows in the plain-text form of earlier versions still replay") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  agw::core::event_batch_record legacy{"s", 1, 3, frame_text(1) + frame_text(2) + frame_text(3), 1};
+  store->append_segment(legacy);
+  store->append_segment(make_batch("s", 4, 6));
+  const auto events = store->events_after("s", 1, 100);
+  CHECK(ids_of(events) == range(2, 6));
   for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
 }
 

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "core/store.hpp"
 
@@ -100,7 +101,7 @@ class fake_db {
     std::lock_guard lock(mutex_);
     std::set<std::int64_t> ids;
     auto add = [&](const core::event_batch_record& b) {
-      for (const auto& e : core::split_stored_frames(b.frames)) ids.insert(e.id);
+      for (const auto& e : core::decode_log_frames(b.frames, b.first_id)) ids.insert(e.id);
     };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second) add(b);
@@ -130,7 +131,7 @@ class fake_db {
   // A store_executor::connection_factory.
   std::unique_ptr<core::store_connection> connect();
   auto factory() {
-    return [this]() -> std::unique_ptr<core::store_connection> { return connect(); };
+    return [this](core::store_executor::connection_role) -> std::unique_ptr<core::store_connection> { return connect(); };
   }
 
  private:
@@ -371,7 +372,7 @@ class fake_connection final : public core::store_connection {
       std::sort(batches.begin(), batches.end(), [](const auto& a, const auto& b) { return a.first_id < b.first_id; });
       for (const auto& b : batches) {
         if (b.last_id <= after_id) continue;
-        for (auto& e : core::split_stored_frames(b.frames)) {
+        for (auto& e : core::decode_log_frames(b.frames, b.first_id)) {
           if (out.size() >= limit) return out;
           if (e.id > after_id) out.push_back(std::move(e));
         }

@@ -1,0 +1,115 @@
+#include "core/events/log_codec.hpp"
+
+#include <doctest/doctest.h>
+
+#include <boost/json/object.hpp>
+#include <string>
+#include <vector>
+
+#include "core/events/sse_format.hpp"
+#include "core/store.hpp"
+
+namespace {
+
+using agw::core::decode_log_frames;
+using agw::core::encode_log_frames;
+using agw::core::event_frame;
+using agw::core::frame_ptr;
+using agw::core::make_event_frame;
+
+frame_ptr share(event_frame f) { return std::make_shared<const event_frame>(std::move(f)); }
+
+// A run of consecutive frames of every kind a run produces, and a few odd ones.
+std::vector<frame_ptr> sample(std::int64_t first) {
+  const std::string run = "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", other = "5a1b2c3d-0000-4000-8000-00000000beef";
+  std::vector<frame_ptr> out;
+  std::int64_t id = first;
+  out.push_back(share(make_event_frame(id++, "status", run, "status", "thinking")));
+  out.push_back(share(make_event_frame(id++, "token", run, "content", "hello")));
+  out.push_back(share(make_event_frame(id++, "token", run, "content", " a \"quoted\"\nline\\ with \t tabs and \xC3\xA9")));
+  out.push_back(share(make_event_frame(id++, "tool_call", run, {{"id", "call_1"}, {"name", "calculator"}, {"args", boost::json::object{{"expression", "2+3*4"}}}})));
+  out.push_back(share(make_event_frame(id++, "tool_result", run, {{"tool_call_id", "call_1"}, {"output", "14\n"}, {"exit_code", 0}})));
+  out.push_back(share(make_event_frame(id++, "usage", run, boost::json::object{})));
+  out.push_back(share(make_event_frame(id++, "token", other, "content", "another run")));
+  out.push_back(share(make_event_frame(id++, "token", "", "content", "no run id")));
+  // Not the standard shape: kept verbatim.
+  out.push_back(share(event_frame("id: " + std::to_string(id++) + "\nevent: odd\ndata: {\"x\":1}\nretry: 5\n\n")));
+  out.push_back(share(make_event_frame(id++, "done", run, {{"assistant_data", boost::json::object{{"content", "hello"}}}})));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("log_codec: decoding gives back every frame's exact text, with consecutive ids") {
+  for (std::int64_t first : {std::int64_t{1}, std::int64_t{42}, std::int64_t{9007199254740000}}) {
+    CAPTURE(first);
+    const auto frames = sample(first);
+    const auto row = encode_log_frames(frames);
+    std::size_t text_bytes = 0;
+    for (const auto& f : frames) text_bytes += f->text.size();
+    CHECK(row.size() < text_bytes * 3 / 4);  // the point of it
+    const auto decoded = decode_log_frames(row, first);
+    REQUIRE(decoded.size() == frames.size());
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      CAPTURE(i);
+      CHECK(decoded[i].id == frames[i]->id);
+      CHECK(decoded[i].frame == frames[i]->text);
+    }
+  }
+  CHECK(decode_log_frames("", 7).empty());
+}
+
+TEST_CASE("log_codec: a token is stored in about a quarter of its frame") {
+  const std::vector<frame_ptr> one{share(make_event_frame(1234, "token", "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok17"))};
+  std::string row;
+  encode_log_frames(one, row);
+  const auto two = encode_log_frames(std::vector<frame_ptr>{one[0], share(make_event_frame(1235, "token", "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok18"))});
+  // The second token costs only its own line: the run is named once.
+  CHECK(two.size() - row.size() < one[0]->text.size() / 3);
+}
+
+TEST_CASE("log_codec: encodings of consecutive frames concatenate") {
+  const auto frames = sample(10);
+  const std::size_t cut = 4;
+  const auto head = encode_log_frames(std::span<const frame_ptr>(frames).first(cut));
+  const auto tail = encode_log_frames(std::span<const frame_ptr>(frames).subspan(cut));
+  const auto decoded = decode_log_frames(head + tail, 10);
+  REQUIRE(decoded.size() == frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) CHECK(decoded[i].frame == frames[i]->text);
+}
+
+TEST_CASE("log_codec: rows of plain frame text (earlier versions) split by their id lines") {
+  const std::string a = make_event_frame(1, "token", "r", "content", "a").text, b = make_event_frame(2, "token", "r", "content", "b").text;
+  struct row {
+    const char* name;
+    std::string input;
+    std::vector<std::int64_t> ids;
+    std::vector<std::string> frames;
+  };
+  const row rows[] = {
+      {"one", a, {1}, {a}},
+      {"two", a + b, {1, 2}, {a, b}},
+      {"trailing partial frame", a + "id: 3\nevent: token", {1, 3}, {a, "id: 3\nevent: token"}},
+      {"big id", "id: 9007199254740993\nevent: x\ndata: {}\n\n", {9007199254740993}, {"id: 9007199254740993\nevent: x\ndata: {}\n\n"}},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.name);
+    const auto events = decode_log_frames(r.input, 999);
+    std::vector<std::int64_t> ids;
+    std::vector<std::string> frames;
+    for (const auto& e : events) {
+      ids.push_back(e.id);
+      frames.push_back(e.frame);
+    }
+    CHECK(ids == r.ids);
+    CHECK(frames == r.frames);
+  }
+}
+
+TEST_CASE("log_codec: a malformed row is a store_error") {
+  const char* rows[] = {"ftoken no newline", "x what\n", "t99\nshort", "tabc\nxyz", "ftoken_without_space\n"};
+  for (const char* r : rows) {
+    CAPTURE(r);
+    CHECK_THROWS_AS(decode_log_frames(r, 1), agw::core::store_error);
+  }
+}
