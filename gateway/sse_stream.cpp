@@ -41,7 +41,7 @@ void sse_stream::deliver(const core::frame_batch& frames) {
 void sse_stream::deliver_unnumbered(std::string text) {
   auto frame = std::make_shared<core::event_frame>(std::move(text));
   frame->id = -1;  // never skipped, never advances the cursor
-  auto frames = std::make_shared<const std::vector<core::frame_ptr>>(1, std::move(frame));
+  auto frames = core::make_frame_batch({std::move(frame)});
   queued_ += 1;
   net::post(executor_, [self = shared_from_this(), frames = std::move(frames)] { self->take(frames); });
 }
@@ -95,15 +95,28 @@ void sse_stream::write_more() {
   // Everything queued goes out in one write (one syscall), skipping ids already sent.
   for (auto& batch : queue_) {
     queued_ -= batch->size();
-    for (const auto& f : *batch) {
-      if (reached_end_) break;
+    const std::size_t first_piece = pieces_.size();
+    bool whole = !reached_end_;  // every frame of the batch goes out
+    for (const auto& f : batch->frames) {
+      if (reached_end_) {
+        whole = false;
+        break;
+      }
       if (f->id >= 0) {
-        if (f->id <= last_sent_) continue;
+        if (f->id <= last_sent_) {
+          whole = false;
+          continue;
+        }
         last_sent_ = f->id;
         ++frames_in_write_;
       }
       pieces_.push_back(net::buffer(f->text));
       if (f->id >= 0 && opts_.until_run && f->type() == "done" && f->run_id() == *opts_.until_run) reached_end_ = true;
+    }
+    // The usual case: the batch's joined text, one buffer instead of one per frame.
+    if (whole && pieces_.size() > first_piece + 1) {
+      pieces_.resize(first_piece);
+      pieces_.push_back(net::buffer(batch->joined));
     }
     in_write_.push_back(std::move(batch));
   }

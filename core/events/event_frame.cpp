@@ -4,6 +4,16 @@
 
 namespace agw::core {
 
+frame_batch make_frame_batch(std::vector<frame_ptr> frames) {
+  auto group = std::make_shared<frame_group>();
+  std::size_t bytes = 0;
+  for (const auto& f : frames) bytes += f->text.size();
+  group->joined.reserve(bytes);
+  for (const auto& f : frames) group->joined += f->text;
+  group->frames = std::move(frames);
+  return group;
+}
+
 event_frame::event_frame(std::string frame_text) : text(std::move(frame_text)) {
   std::string_view rest = text;
   auto at = [&](std::string_view part) { return static_cast<std::uint32_t>(part.data() - text.data()); };

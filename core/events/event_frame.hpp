@@ -43,7 +43,18 @@ struct event_frame {
 };
 
 using frame_ptr = std::shared_ptr<const event_frame>;
-// Frames released together by one commit, in id order.
-using frame_batch = std::shared_ptr<const std::vector<frame_ptr>>;
+
+// Frames handed to subscribers together (one commit's, or a page of a replay), in
+// id order, with their texts end to end: joined once, so every stream that writes
+// the whole batch (the usual case) sends one buffer, however many subscribers.
+struct frame_group {
+  std::vector<frame_ptr> frames;
+  std::string joined;
+
+  std::size_t size() const { return frames.size(); }
+};
+using frame_batch = std::shared_ptr<const frame_group>;
+
+frame_batch make_frame_batch(std::vector<frame_ptr> frames);
 
 }  // namespace agw::core

@@ -151,7 +151,7 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
       }
   snapshot_last_id_.store(committed_id_);
   if (run_ended) publish_snapshot();
-  deliver_live(batch);
+  deliver_live(*batch);
   wake(commit_waiters_);
   if (deleting_ && !run_) {
     close_now();
@@ -175,10 +175,14 @@ void session_channel::arm_segment_timer() {
   });
 }
 
-void session_channel::deliver_live(const frame_batch& batch) {
+void session_channel::deliver_live(const std::vector<frame_ptr>& frames) {
   // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
-  for (const auto& s : subscribers_)
-    if (!s.catching_up) s.sub->deliver(batch);
+  frame_batch group;
+  for (const auto& s : subscribers_) {
+    if (s.catching_up) continue;
+    if (!group) group = make_frame_batch(frames);  // joined once, for all of them
+    s.sub->deliver(group);
+  }
 }
 
 void session_channel::wake(std::vector<std::shared_ptr<net::steady_timer>>& waiters) {
@@ -218,7 +222,7 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
     info.replayed = static_cast<std::int64_t>(frames.size());
     info.oldest_event_id = oldest_held();
     if (on_replay) on_replay(info);
-    if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
+    if (!frames.empty()) sub->deliver(make_frame_batch(std::move(frames)));
     return;
   }
   // Older than the ring: read the log first; live frames reach this subscriber from
@@ -268,7 +272,7 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                         on_replay(info);
                         on_replay = nullptr;
                       }
-                      if (!frames.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(frames)));
+                      if (!frames.empty()) sub->deliver(make_frame_batch(std::move(frames)));
                       if (!self->memory_holds_all_after(last)) {
                         // More than a page, or the ring moved on while we read: read the next page,
                         // once the subscriber has taken all but a page (the replay goes at the
@@ -295,7 +299,7 @@ void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std:
     return;
   }
   auto tail = memory_after(last_sent);
-  if (!tail.empty()) sub->deliver(std::make_shared<const std::vector<frame_ptr>>(std::move(tail)));
+  if (!tail.empty()) sub->deliver(make_frame_batch(std::move(tail)));
   // From here on the subscriber takes live frames like every other.
   for (auto& s : subscribers_)
     if (s.sub == sub) s.catching_up = false;

@@ -132,7 +132,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   void flush();
   void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error, bool as_segment);
   void arm_segment_timer();
-  void deliver_live(const frame_batch& batch);
+  void deliver_live(const std::vector<frame_ptr>& frames);
   void continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
                        std::function<void(const replay_info&)> on_replay);
   void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent);

@@ -47,7 +47,7 @@ class recorder final : public subscriber {
   explicit recorder(const fake_db& db) : db_(db) {}
   void deliver(const frame_batch& frames) override {
     ++batches;
-    for (const auto& f : *frames) {
+    for (const auto& f : frames->frames) {
       ids.push_back(f->id);
       texts.push_back(f->text);
       if (!db_.event_committed(session_id, f->id)) uncommitted_deliveries.push_back(f->id);
