@@ -7,6 +7,7 @@ packages=(
   g++ cmake make
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev libspdlog-dev doctest-dev libssl-dev
+  libjemalloc-dev pkgconf  # the server's allocator (docs/architecture.md, "Dependencies")
   curl
   sqlite3  # the CLI: projection tests corrupt rows behind the server's back with it
   chromium  # tests/browser drives it with playwright-core (which never downloads a browser)
