@@ -121,7 +121,8 @@ CREATE TABLE webhook_attempts (
     //    event_batches becomes a rowid table: its rows (segments, a few KiB) are
     //    appended in commit order and stay in their leaf page, where a WITHOUT ROWID
     //    row over ~1 KiB spilled into overflow pages scattered per session; only the
-    //    small (session_id, first_id) index entries go by session.
+    //    small (session_id, first_id) index entries go by session. checkpoints, whose
+    //    rows (a whole conversation) are larger still, likewise.
     R"sql(
 CREATE TABLE event_journal (
   seq        INTEGER PRIMARY KEY,
@@ -141,6 +142,20 @@ INSERT INTO event_segments (session_id, first_id, last_id, frames, created_at)
   SELECT session_id, first_id, last_id, frames, created_at FROM event_batches ORDER BY created_at, session_id, first_id;
 DROP TABLE event_batches;
 ALTER TABLE event_segments RENAME TO event_batches;
+CREATE TABLE checkpoints_by_seq (
+  seq        INTEGER PRIMARY KEY,
+  thread_id  TEXT NOT NULL,
+  version    INTEGER NOT NULL,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  state      TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  UNIQUE (thread_id, version)
+);
+INSERT INTO checkpoints_by_seq (thread_id, version, session_id, state, created_at)
+  SELECT thread_id, version, session_id, state, created_at FROM checkpoints ORDER BY created_at, thread_id, version;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoints_by_seq RENAME TO checkpoints;
+CREATE INDEX checkpoints_session ON checkpoints (session_id);
 )sql",
 };
 
