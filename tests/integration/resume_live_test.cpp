@@ -167,7 +167,8 @@ TEST_CASE("resume: 200+ disconnect/reconnect cycles during a full-speed run rece
   MESSAGE("cycles: " << cycles << ", made while the run was live: " << live_cycles << ", cut by the server: " << cut_by_server
                       << ", time: " << elapsed.count() << " ms");
   CHECK(cycles >= 200);
-  WARN(live_cycles >= 200);  // depends on the machine's speed; informative only
+  // The cycles that matter: made while the run produced at full speed (about 1,300 here).
+  CHECK(live_cycles >= 200);
 
   // Every event exactly once, in order, ending with the run's done.
   auto session = runs::get_session(port, sid);

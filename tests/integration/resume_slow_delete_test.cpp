@@ -2,6 +2,7 @@
 // followers, and resumes without loss; deleting a session ends its followers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,26 @@ std::string sequence_problem(const sse_parser& p, std::int64_t after_id, const r
     ++want;
   }
   return "";
+}
+
+// How late a paced run's tokens reached a reader: token i is due i/rate after the
+// first; its lateness is measured against the reader's best-delivered token (a
+// constant latency is not lateness). The p99 over the run, in microseconds.
+std::int64_t token_lateness_p99_us(const sse_parser& p, double rate) {
+  std::vector<clock_type::time_point> arrivals;
+  for (const auto& f : p.frames)
+    if (f.event == "token") arrivals.push_back(f.received);
+  REQUIRE(!arrivals.empty());
+  auto slot = [rate](std::size_t i) {
+    return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(static_cast<double>(i) / rate));
+  };
+  auto best = arrivals[0];
+  for (std::size_t i = 1; i < arrivals.size(); ++i) best = std::min(best, arrivals[i] - slot(i));
+  std::vector<std::int64_t> late;
+  for (std::size_t i = 0; i < arrivals.size(); ++i)
+    late.push_back(std::chrono::duration_cast<std::chrono::microseconds>(arrivals[i] - slot(i) - best).count());
+  std::sort(late.begin(), late.end());
+  return late[late.size() * 99 / 100];
 }
 
 // One run followed by a fast reader (and the run's own POST stream, also read);
@@ -95,10 +116,14 @@ TEST_CASE("resume: a stalled subscriber slows neither the run nor a fast one; it
   CHECK_MESSAGE(fast_problem.empty(), fast_problem);
   CHECK(run.fast->parser.count("token") == 6000);
   CHECK(runs::get_session(port, sid).at("run").is_null());  // the run is over while the stalled one still is
+  // Token by token, the fast follower is as punctual with the stalled subscriber as without.
+  const auto late_with = token_lateness_p99_us(run.fast->parser, 2000);
+  const auto late_without = token_lateness_p99_us(baseline.fast->parser, 2000);
   MESSAGE("fast follower done after " << run.fast_done.count() << " ms with a stalled subscriber, "
-                                      << baseline.fast_done.count() << " ms without");
-  // Generous: the run is paced (3 s); a stalled subscriber that held it would take far longer.
-  CHECK(run.fast_done < baseline.fast_done * 3 + 10s);
+                                      << baseline.fast_done.count() << " ms without; token lateness p99 "
+                                      << late_with << " us with, " << late_without << " us without");
+  CHECK(run.fast_done < baseline.fast_done + 500ms);
+  CHECK(late_with <= late_without + 5000);
 
   // The server gave up on the stalled subscriber (its queue overflowed) ...
   CHECK(metric(port, "gateway_sse_slow_subscribers_dropped_total") == dropped_before + 1);

@@ -154,7 +154,7 @@ TEST_CASE("runs: abort at random points persists exactly what was streamed") {
     CHECK(done.at("token_count") == static_cast<std::int64_t>(p.count("token")));
   }
   MESSAGE("real aborts: " << real_aborts << " of " << trials);
-  CHECK(real_aborts >= 15);
+  CHECK(real_aborts >= 20);  // the issue asks for at least 20 aborts at random points
   auto s = get_session(gw.port(), sid);
   CHECK(s.at("message_count") == messages_expected);
   CHECK(s.at("last_event_id") == last_id);
