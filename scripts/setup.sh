@@ -10,6 +10,8 @@ packages=(
   libjemalloc-dev pkgconf  # the server's allocator (docs/architecture.md, "Dependencies")
   curl
   sqlite3  # the CLI: projection tests corrupt rows behind the server's back with it
+  openssl  # the CLI: webhook tests make TLS certificates and compute HMACs with it (they fail without it)
+  ca-certificates  # the system trust store https callbacks are verified against (docs/webhooks.md, "https")
   chromium  # tests/browser drives it with playwright-core (which never downloads a browser)
 )
 # tests/browser runs on Node.js (>= 20) and npm: Debian's packages only when there is none.

@@ -4,7 +4,8 @@
 // schedule, Retry-After, redirects, timeouts, refused connections, the
 // concurrency bound, kill -9 and SIGTERM restarts (a pending delivery, an
 // attempt in flight, a run cut short), redelivery, signatures (checked with the
-// openssl CLI), the SSRF guard (no packet leaves loopback), deletion and https.
+// openssl CLI), the SSRF guard at POST and at connect time (no packet leaves
+// loopback), deletion, and https (CA file, SNI, host-name verification).
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -714,10 +715,9 @@ TEST_CASE("webhooks: redeliver of a pending delivery is a 409 delivery_pending t
 // --- signatures ----------------------------------------------------------------------
 
 TEST_CASE("webhooks: with a secret every attempt carries the Standard Webhooks signature (checked with openssl)") {
-  if (!command_exists("openssl") || !command_exists("base64")) {
-    MESSAGE("openssl or base64 CLI missing: signature test skipped");
-    return;
-  }
+  if (!command_exists("openssl") || !command_exists("base64"))
+    FAIL("the openssl and base64 CLIs are needed to check signatures independently: run scripts/setup.sh "
+         "(it installs Debian's openssl)");
   const std::string key = random_bytes(32);
   const std::string secret = "whsec_" + base64(key);
   webhook_receiver receiver;
@@ -759,7 +759,9 @@ TEST_CASE("webhooks: callback URLs to private, loopback, link-local or malformed
       "http://LOCALHOST:9/x",
       "ftp://x",
       "http://user:pw@host/",
-      "http://example.com/" + std::string(5000, 'a'),
+      // Too long, on a name under the reserved .invalid TLD: a regression that let it
+      // through could not even start a DNS query for a real public name.
+      "http://callback.invalid/" + std::string(5000, 'a'),
       "http://[::ffff:127.0.0.1]/",
       "http://[::ffff:169.254.169.254]/",
       "http://[64:ff9b::a9fe:a9fe]/",
@@ -821,6 +823,48 @@ TEST_CASE("webhooks: GATEWAY_WEBHOOK_ALLOWLIST admits a listed loopback range an
   check_delivery_shape(wait_for_delivery(gw.port(), sid, "delivered"));
 }
 
+TEST_CASE("webhooks: a stored delivery whose target the policy now refuses is refused at connect time, never sent") {
+  // The POST-time check passed (loopback allowed); the connect-time check runs on the
+  // address about to be used, so a target that stopped being allowed (a DNS answer
+  // rebound to a private address, here the operator's rule) is never contacted. An
+  // IP literal: no DNS, and no packet leaves loopback.
+  webhook_receiver receiver;
+  receiver.script({receiver_reply::no_answer()});
+  gateway_process allowed(private_env({{"GATEWAY_WEBHOOK_TIMEOUT", "30"}}));
+  const std::string sid = create_session(allowed.port());
+  run_with_callback(allowed.port(), sid, "rebound", receiver.url());
+  REQUIRE(receiver.wait_for(1, 10s));
+  allowed.kill9();  // the attempt was in flight: the delivery stays pending, due now
+  REQUIRE(receiver.connections() == 1);
+
+  // Same database, private targets no longer allowed.
+  gateway_process strict(gateway_process::env_map{{"GATEWAY_DB_PATH", allowed.db_path()},
+                                                  {"GATEWAY_WEBHOOK_ALLOW_PRIVATE", "0"},
+                                                  {"GATEWAY_WEBHOOK_RETRY_SCHEDULE", "0.05"}});
+  const auto d = wait_for_delivery(strict.port(), sid, "failed", 2);
+  check_delivery_shape(d);
+  CHECK(d.at("url") == jstr(receiver.url()));
+  // A refusal counts as a connect error: retried on the schedule (one delay: two attempts), then failed.
+  REQUIRE(d.at("attempts").as_array().size() == 2);
+  for (const auto& a : d.at("attempts").as_array()) {
+    INFO("attempt: " << json::serialize(a));
+    CHECK(a.at("status_code").is_null());
+    REQUIRE(a.at("error").is_string());
+    const std::string error = str(a.at("error"));
+    CHECK(error.find("127.0.0.1") != std::string::npos);
+    CHECK(error.find("loopback") != std::string::npos);
+    CHECK(error.find("GATEWAY_WEBHOOK_ALLOW_PRIVATE") != std::string::npos);
+  }
+  std::this_thread::sleep_for(300ms);
+  CHECK(receiver.connections() == 1);  // only the first process's attempt ever connected
+  CHECK(receiver.count() == 1);
+  const auto m = metrics_text(strict.port());
+  CHECK(metric(m, "gateway_webhooks_failed_total") == 1);
+  CHECK(metric(m, "gateway_webhooks_delivered_total") == 0);
+  // A new callback to the same target is refused at POST time by the same rule.
+  check_error(http_call(strict.port(), "POST", messages_path(sid), callback_body("again", receiver.url())), 400, "bad_request");
+}
+
 // --- deletion ----------------------------------------------------------------------------
 
 TEST_CASE("webhooks: deleting a session with a pending delivery drops it; the dispatcher carries on") {
@@ -862,13 +906,84 @@ bool make_self_signed(const temp_dir& dir, tls_files& out) {
   return status == 0;
 }
 
+// Writes `text` to `path`.
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A test CA (ca.pem) and, for each name, a certificate it signed for DNS:<name> (<name>.pem, <name>.key).
+bool make_ca_and_leaves(const temp_dir& dir, const std::vector<std::string>& names) {
+  const auto at = [&](const std::string& file) { return "'" + (dir.path() / file).string() + "'"; };
+  std::string script = "set -e; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+                       "-subj /CN=agent-gateway-test-ca -keyout " + at("ca.key") + " -out " + at("ca.pem") + "; ";
+  for (const auto& name : names) {
+    write_file((dir.path() / (name + ".ext")).string(),
+               "subjectAltName=DNS:" + name + "\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
+    script += "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + name + " -keyout " +
+              at(name + ".key") + " -out " + at(name + ".csr") + "; openssl x509 -req -in " + at(name + ".csr") + " -CA " +
+              at("ca.pem") + " -CAkey " + at("ca.key") + " -set_serial 0x" + hex(random_bytes(8)) + " -days 2 -extfile " +
+              at(name + ".ext") + " -out " + at(name + ".pem") + "; ";
+  }
+  auto [status, text] = run_shell("(" + script + ") 2>&1");
+  INFO("openssl: " << text);
+  return status == 0;
+}
+
 }  // namespace
 
-TEST_CASE("webhooks: https to a self-signed receiver is delivered with its CA file and refused without it") {
-  if (!command_exists("openssl")) {
-    MESSAGE("openssl CLI missing: https test skipped");
-    return;
+TEST_CASE("webhooks: https to a host name sends SNI and verifies the certificate's name") {
+  // One CA trusted through GATEWAY_WEBHOOK_CA_FILE signs two certificates, both served
+  // on 127.0.0.1 and called as https://localhost:<port>/ (localhost resolves to
+  // loopback): the one for DNS:localhost is accepted, the one for DNS:other.example
+  // (trusted too, only its name differs) is refused by the host-name check.
+  if (!command_exists("openssl"))
+    FAIL("the openssl CLI is needed to make the receivers' certificates: run scripts/setup.sh (it installs Debian's openssl)");
+  temp_dir dir;
+  REQUIRE(make_ca_and_leaves(dir, {"localhost", "other.example"}));
+  const auto file = [&](const std::string& name) { return (dir.path() / name).string(); };
+  webhook_receiver matching({}, tls_files{file("localhost.pem"), file("localhost.key")});
+  webhook_receiver mismatched({}, tls_files{file("other.example.pem"), file("other.example.key")});
+  gateway_process gw(private_env({{"GATEWAY_WEBHOOK_CA_FILE", file("ca.pem")}, {"GATEWAY_WEBHOOK_RETRY_SCHEDULE", "0.05"}}));
+
+  const std::string good = create_session(gw.port());
+  const std::string good_url = matching.url_with_host("localhost");
+  REQUIRE(good_url.starts_with("https://localhost:"));
+  auto stream = run_with_callback(gw.port(), good, "by name", good_url);
+  REQUIRE(matching.wait_for(1, 10s));
+  check_request_headers(matching.request(0));
+  CHECK(matching.request(0).header("host") == "localhost:" + std::to_string(matching.port()));
+  check_payload(matching.request(0), gw.port(), good, *stream, "done");
+  const auto delivered = wait_for_delivery(gw.port(), good, "delivered");
+  check_delivery_shape(delivered);
+  CHECK(delivered.at("url") == jstr(good_url));
+  CHECK(status_codes(delivered) == std::vector<std::int64_t>{200});
+  CHECK(matching.tls_handshake_failures() == 0);
+  CHECK(matching.tls_server_names() == std::vector<std::string>{"localhost"});
+
+  const std::string bad = create_session(gw.port());
+  run_with_callback(gw.port(), bad, "wrong name", mismatched.url_with_host("localhost"));
+  const auto failed = wait_for_delivery(gw.port(), bad, "failed", 2);
+  check_delivery_shape(failed);
+  REQUIRE(failed.at("attempts").as_array().size() == 2);
+  for (const auto& a : failed.at("attempts").as_array()) {
+    INFO("attempt: " << json::serialize(a));
+    CHECK(a.at("status_code").is_null());
+    REQUIRE(a.at("error").is_string());
+    const std::string error = str(a.at("error"));
+    CHECK(error.starts_with("tls"));
+    CHECK(error.find("certificate") != std::string::npos);
   }
+  CHECK(mismatched.count() == 0);  // no request ever got through
+  // The receiver counts a failed handshake when it sees the gateway's alert (maybe just after the attempt is recorded).
+  CHECK(eventually([&] { return mismatched.tls_handshake_failures() == 2; }, 5s));
+  CHECK(mismatched.tls_server_names().size() == 2);
+  for (const auto& name : mismatched.tls_server_names()) CHECK(name == "localhost");
+}
+
+TEST_CASE("webhooks: https to a self-signed receiver is delivered with its CA file and refused without it") {
+  if (!command_exists("openssl"))
+    FAIL("the openssl CLI is needed to make the receiver's certificate: run scripts/setup.sh (it installs Debian's openssl)");
   temp_dir dir;
   tls_files files;
   REQUIRE(make_self_signed(dir, files));

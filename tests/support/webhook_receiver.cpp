@@ -169,8 +169,15 @@ webhook_receiver::~webhook_receiver() {
   if (tls_ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(tls_ctx_));
 }
 
-std::string webhook_receiver::url(std::string_view path) const {
-  return std::string(tls_ctx_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + std::string(path);
+std::string webhook_receiver::url(std::string_view path) const { return url_with_host("127.0.0.1", path); }
+
+std::string webhook_receiver::url_with_host(std::string_view host, std::string_view path) const {
+  return std::string(tls_ctx_ ? "https" : "http") + "://" + std::string(host) + ":" + std::to_string(port_) + std::string(path);
+}
+
+std::vector<std::string> webhook_receiver::tls_server_names() const {
+  std::lock_guard lock(mutex_);
+  return server_names_;
 }
 
 void webhook_receiver::script(std::vector<receiver_reply> replies) {
@@ -250,7 +257,14 @@ void webhook_receiver::serve(int fd) {
   if (tls_ctx_) {
     ssl = SSL_new(static_cast<SSL_CTX*>(tls_ctx_));
     SSL_set_fd(ssl, fd);
-    if (SSL_accept(ssl) != 1) {
+    const int accepted = SSL_accept(ssl);
+    {
+      // Known once the ClientHello is in, also when the client then rejects the certificate.
+      const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+      std::lock_guard lock(mutex_);
+      server_names_.emplace_back(name ? name : "");
+    }
+    if (accepted != 1) {
       ++tls_failures_;
       ERR_clear_error();
       SSL_free(ssl);

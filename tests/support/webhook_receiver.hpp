@@ -64,6 +64,8 @@ class webhook_receiver {
   std::uint16_t port() const { return port_; }
   // "http://127.0.0.1:<port><path>" (https when TLS).
   std::string url(std::string_view path = "/hook") const;
+  // The same with another host name for the URL (e.g. "localhost", which resolves to 127.0.0.1).
+  std::string url_with_host(std::string_view host, std::string_view path = "/hook") const;
 
   // Appends answers for the next requests, in order.
   void script(std::vector<receiver_reply> replies);
@@ -77,6 +79,9 @@ class webhook_receiver {
 
   std::size_t connections() const { return connections_.load(); }
   std::size_t tls_handshake_failures() const { return tls_failures_.load(); }
+  // The SNI host name each TLS connection's ClientHello carried ("" when none), in
+  // order of arrival, handshakes that failed included.
+  std::vector<std::string> tls_server_names() const;
   // Requests that could not be parsed (no Content-Length, bad head...): should stay empty.
   std::vector<std::string> problems() const;
 
@@ -100,6 +105,7 @@ class webhook_receiver {
   receiver_reply fallback_;
   std::vector<received_request> requests_;
   std::vector<std::string> problems_;
+  std::vector<std::string> server_names_;
   std::vector<std::thread> workers_;  // one per connection; joined by the destructor
   std::thread acceptor_;
 };
