@@ -21,14 +21,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The numbered frames of a stream, in order (reconnected left out).
-std::vector<const sse_frame*> numbered(const sse_parser& p) {
-  std::vector<const sse_frame*> out;
-  for (const auto& f : p.frames)
-    if (f.id) out.push_back(&f);
-  return out;
-}
-
 // Empty when `frames` are ids after_id+1, after_id+2, ... (no gap, no repeat) and each is
 // byte-identical to the reference's frame of that id.
 std::string sequence_problem(const std::vector<const sse_frame*>& frames, std::int64_t after_id, const reference& ref) {

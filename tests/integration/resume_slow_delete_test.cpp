@@ -17,13 +17,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<const sse_frame*> numbered(const sse_parser& p) {
-  std::vector<const sse_frame*> out;
-  for (const auto& f : p.frames)
-    if (f.id) out.push_back(&f);
-  return out;
-}
-
 // Empty when the numbered frames are consecutive from after_id + 1 and byte-identical to `ref`'s.
 std::string sequence_problem(const sse_parser& p, std::int64_t after_id, const reference& ref) {
   std::int64_t want = after_id + 1;

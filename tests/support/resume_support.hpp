@@ -145,6 +145,14 @@ inline std::string resume_problem(const sse_reader& r, std::int64_t cursor, cons
   return why.str();
 }
 
+// The numbered frames of a stream, in order (reconnected left out).
+inline std::vector<const sse_frame*> numbered(const sse_parser& p) {
+  std::vector<const sse_frame*> out;
+  for (const auto& f : p.frames)
+    if (f.id) out.push_back(&f);
+  return out;
+}
+
 // Reads a GET /events resume until it holds `want` numbered frames after its reconnected.
 inline bool read_numbered(sse_reader& r, std::size_t want, std::chrono::milliseconds total = 15s) {
   return r.read_until([want](const sse_parser& p) { return p.frames.size() >= want + 1; }, total);
