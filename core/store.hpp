@@ -35,6 +35,8 @@ class store_connection {
   virtual void savepoint() = 0;
   virtual void release_savepoint() = 0;
   virtual void rollback_to_savepoint() = 0;
+  // Whether a batch transaction is open (SQLite ends one by itself on some errors).
+  virtual bool batch_open() = 0;
 
   // Sessions.
   virtual void insert_session(const session_record& s) = 0;

@@ -96,9 +96,12 @@ void store_executor::writer_loop(store_connection& c) {
         maintenance_due = last_commit + opts_.maintenance_interval;
         run_maintenance(c);
       }
+      auto ordinary_from = std::chrono::steady_clock::now();
       for (std::size_t i = 0; i < batch.size(); ++i) {
-        // Past the budget, ordinary jobs wait for the next commit (one always runs).
-        if (i > urgent && std::chrono::steady_clock::now() - last_commit >= opts_.batch_budget) break;
+        // Past the budget, ordinary jobs wait for the next commit (one always runs); the
+        // budget counts ordinary work only.
+        if (i == urgent) ordinary_from = std::chrono::steady_clock::now();
+        if (i > urgent && std::chrono::steady_clock::now() - ordinary_from >= opts_.batch_budget) break;
         ran = i + 1;
         c.savepoint();
         try {
@@ -110,6 +113,9 @@ void store_executor::writer_loop(store_connection& c) {
           c.rollback_to_savepoint();
           c.release_savepoint();
         }
+        // SQLite rolls the whole transaction back itself on some errors (disk full, I/O):
+        // then nothing of the batch is stored, and no later job may run outside it.
+        if (!c.batch_open()) throw store_error("the database rolled the write transaction back");
       }
       c.commit_batch();
       ++batches_;
@@ -122,7 +128,8 @@ void store_executor::writer_loop(store_connection& c) {
         spdlog::error("store: rollback failed: {}", e.what());
       }
     }
-    cut_short = ran < batch.size();
+    // Cut by the budget: the rest waits for the next batch. A failed batch fails every job.
+    cut_short = !batch_error && ran < batch.size();
     if (cut_short) {
       // Back to the front of the queue, in their order.
       std::lock_guard lock(writes_.mutex);

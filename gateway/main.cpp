@@ -88,11 +88,14 @@ int main(int argc, char** argv) {
         },
         store_options);
     agw::gateway::server server(config, store, claims);
-    int code = server.run();
-    // Every queued write is committed before the process exits; completions land in
-    // the stopped io_context, which is destroyed (with the server) only afterwards.
-    store.stop();
-    return code;
+    // However run() ends (an exception too), every queued write is committed before the
+    // server goes: queued jobs point into its event appender, and their completions land
+    // in its (stopped) io_context, destroyed with it only afterwards.
+    struct stop_store_first {
+      agw::core::store_executor& store;
+      ~stop_store_first() { store.stop(); }
+    } stop_first{store};
+    return server.run();
   } catch (const std::exception& e) {
     spdlog::critical("start-up failed: {}", e.what());
     std::fprintf(stderr, "agent-gateway: %s\n", e.what());

@@ -174,7 +174,8 @@ void sse_stream::on_timer() {
       socket_->cancel(ignored);
       return;
     }
-    arm_timer(std::min(write_started_ + opts_.write_timeout, last_write_ + opts_.heartbeat));
+    // A heartbeat is not due while a write is in flight: only the write's deadline.
+    arm_timer(write_started_ + opts_.write_timeout);
     return;
   }
   if (now - last_write_ < opts_.heartbeat) {

@@ -117,7 +117,9 @@ CREATE TABLE webhook_attempts (
     //    session later moves its journaled frames into one event_batches row (a
     //    segment), and the journal is cut below the oldest row some session still needs
     //    (docs/streaming.md, "The event log"). `entries` is journal_codec's encoding. No
-    //    index: it is written at every commit, read only at start-up.
+    //    index: it is written at every commit, read only at start-up. AUTOINCREMENT: a
+    //    seq is never handed out again, even after the journal was emptied, so a claim
+    //    on a seq always covers every later row.
     //    event_batches becomes a rowid table: its rows (segments, a few KiB) are
     //    appended in commit order and stay in their leaf page, where a WITHOUT ROWID
     //    row over ~1 KiB spilled into overflow pages scattered per session; only the
@@ -125,7 +127,7 @@ CREATE TABLE webhook_attempts (
     //    rows (a whole conversation) are larger still, likewise.
     R"sql(
 CREATE TABLE event_journal (
-  seq        INTEGER PRIMARY KEY,
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
   entries    BLOB NOT NULL,
   created_at INTEGER NOT NULL
 );

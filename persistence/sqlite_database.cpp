@@ -98,7 +98,9 @@ sqlite_database::sqlite_database(const std::string& path, const options& opts) {
   exec("PRAGMA synchronous=NORMAL");
   exec("PRAGMA foreign_keys=ON");
   exec("PRAGMA temp_store=MEMORY");
-  if (!opts.auto_checkpoint) exec("PRAGMA wal_autocheckpoint=0");
+  if (!opts.auto_checkpoint) exec("PRAGMA wal_autocheckpoint=65536");
+  // After the WAL restarts, its file is cut back to 64 MiB (a burst may have grown it).
+  exec("PRAGMA journal_size_limit=67108864");
   exec(("PRAGMA cache_size=-" + std::to_string(opts.cache_kib)).c_str());
 }
 

@@ -47,8 +47,8 @@ class statement {
 class sqlite_database {
  public:
   struct options {
-    // Off: commits never copy the WAL back themselves (a wal_checkpointer does it,
-    // off the writer's path).
+    // Off: commits copy the WAL back themselves only past 256 MiB of it, a backstop;
+    // a wal_checkpointer does it, off the writer's path.
     bool auto_checkpoint = true;
     // The page cache in KiB (SQLite's default is 2 MiB). The writer's should hold the
     // pages every commit touches, or each commit reads them back from the WAL.

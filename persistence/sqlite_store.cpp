@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <map>
 
 namespace agw::persistence {
 namespace {
@@ -260,7 +261,13 @@ std::optional<core::checkpoint_record> sqlite_store::latest_checkpoint(std::stri
 }
 
 void sqlite_store::append_segment(const core::event_batch_record& b) {
-  db_.prepare("INSERT INTO event_batches (session_id, first_id, last_id, frames, created_at) VALUES (?, ?, ?, ?, ?)")
+  // A segment with this first id can only be an earlier attempt of the same frames (ids
+  // are never reused once committed): a retry that reaches further replaces it, one that
+  // does not changes nothing.
+  db_.prepare(
+         "INSERT INTO event_batches (session_id, first_id, last_id, frames, created_at) VALUES (?, ?, ?, ?, ?) "
+         "ON CONFLICT (session_id, first_id) DO UPDATE SET last_id = excluded.last_id, frames = excluded.frames, "
+         "created_at = excluded.created_at WHERE excluded.last_id > event_batches.last_id")
       .bind(1, b.session_id)
       .bind(2, b.first_id)
       .bind(3, b.last_id)
@@ -294,50 +301,49 @@ void sqlite_store::truncate_journal(std::optional<std::int64_t> keep_from_seq) {
 }
 
 std::size_t sqlite_store::fold_journal() {
-  std::vector<core::event_batch_record> rows;
+  // Every event the journal holds, by session and id: a batch retried after a failed
+  // commit may hold some twice (same frames), and retries need not split alike.
+  struct journaled {
+    std::map<std::int64_t, std::string> frames;  // id -> SSE text
+    std::int64_t created_at_ms = 0;
+  };
+  std::map<std::string, journaled> sessions;
   std::size_t row_count = 0;
   {
     auto st = db_.prepare_uncached("SELECT entries FROM event_journal ORDER BY seq");
     while (st.step()) {
       ++row_count;
-      for (auto& b : decode_journal_entries(st.text(0))) rows.push_back(std::move(b));
-    }
-  }
-  // By session, in commit order within each.
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.session_id < b.session_id; });
-  // Per session: the rows after its newest segment, consecutive, become one segment.
-  std::optional<core::event_batch_record> segment;
-  std::string session;
-  std::int64_t segmented_through = 0;
-  auto write = [&] {
-    if (segment) append_segment(*segment);
-    segment.reset();
-  };
-  for (auto& r : rows) {
-    if (r.session_id != session) {
-      write();
-      session = r.session_id;
-      auto exists = db_.prepare("SELECT 1 FROM sessions WHERE id = ?");
-      exists.bind(1, r.session_id);
-      // A deleted session's rows are dropped with the journal.
-      segmented_through = exists.step() ? 0 : std::numeric_limits<std::int64_t>::max();
-      if (segmented_through == 0) {
-        auto newest = db_.prepare("SELECT last_id FROM event_batches WHERE session_id = ? ORDER BY first_id DESC LIMIT 1");
-        newest.bind(1, r.session_id);
-        if (newest.step()) segmented_through = newest.int64(0);
+      for (auto& b : decode_journal_entries(st.text(0))) {
+        auto& j = sessions[b.session_id];
+        j.created_at_ms = std::max(j.created_at_ms, b.created_at_ms);
+        for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e.id] = std::move(e.frame);
       }
     }
-    if (r.last_id <= segmented_through) continue;  // already in a segment
-    if (segment && r.first_id != segment->last_id + 1) write();
-    if (!segment) {
-      segment = std::move(r);
-      continue;
-    }
-    segment->last_id = r.last_id;
-    segment->frames += r.frames;
-    segment->created_at_ms = std::max(segment->created_at_ms, r.created_at_ms);
   }
-  write();
+  for (auto& [session, j] : sessions) {
+    auto exists = db_.prepare("SELECT 1 FROM sessions WHERE id = ?");
+    exists.bind(1, session);
+    if (!exists.step()) continue;  // deleted: its journaled events go with the journal
+    std::int64_t through = 0;
+    {
+      auto newest = db_.prepare("SELECT last_id FROM event_batches WHERE session_id = ? ORDER BY first_id DESC LIMIT 1");
+      newest.bind(1, session);
+      if (newest.step()) through = newest.int64(0);
+    }
+    // The events after the newest segment, in consecutive runs: one segment each.
+    std::vector<core::frame_ptr> run;
+    auto write = [&] {
+      if (run.empty()) return;
+      append_segment({session, run.front()->id, run.back()->id, core::encode_log_frames(run), j.created_at_ms});
+      run.clear();
+    };
+    for (auto& [id, text] : j.frames) {
+      if (id <= through) continue;  // already in a segment
+      if (!run.empty() && id != run.back()->id + 1) write();
+      run.push_back(std::make_shared<const core::event_frame>(std::move(text)));
+    }
+    write();
+  }
   db_.prepare("DELETE FROM event_journal").run();
   return row_count;
 }

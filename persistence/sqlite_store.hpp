@@ -19,6 +19,7 @@ class sqlite_store final : public core::store_connection {
   void savepoint() override;
   void release_savepoint() override;
   void rollback_to_savepoint() override;
+  bool batch_open() override { return !sqlite3_get_autocommit(db_.handle()); }
 
   void insert_session(const core::session_record& s) override;
   std::optional<core::session_record> find_session(std::string_view id) override;

@@ -7,6 +7,13 @@
 
 namespace agw::persistence {
 
+namespace {
+// Past this, the WAL is made to start over (RESTART below): 64 MiB of 4 KiB pages, so
+// the short hold it means comes every few seconds at most, even at full load.
+constexpr int restart_wal_frames = 16384;
+constexpr int large_wal_frames = 65536;  // 256 MiB: worth a warning
+}  // namespace
+
 wal_checkpointer::wal_checkpointer(const std::string& db_path, std::chrono::milliseconds interval)
     : interval_(interval), thread_([this, db_path] { loop(db_path); }) {}
 
@@ -27,9 +34,19 @@ void wal_checkpointer::loop(const std::string& db_path) {
     while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
       lock.unlock();
       int wal_frames = 0, copied = 0;
-      const int rc = sqlite3_wal_checkpoint_v2(db.handle(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
-      // BUSY only means another checkpoint was running; anything else is worth a line.
+      int rc = sqlite3_wal_checkpoint_v2(db.handle(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
+      // Under steady commits a PASSIVE checkpoint never catches the last frame, and the
+      // WAL only starts over once one has: it would grow for as long as the load lasts.
+      // Right after the PASSIVE copy little is left, so a RESTART (which holds the next
+      // write back while it copies the rest and syncs) is short.
+      if (rc == SQLITE_OK && wal_frames > restart_wal_frames)
+        rc = sqlite3_wal_checkpoint_v2(db.handle(), nullptr, SQLITE_CHECKPOINT_RESTART, &wal_frames, &copied);
+      // BUSY only means another checkpoint or a reader held on; anything else is worth a line.
       if (rc != SQLITE_OK && rc != SQLITE_BUSY) spdlog::warn("wal checkpoint failed: {}", sqlite3_errmsg(db.handle()));
+      // Readers that never let go would keep the WAL from restarting: say so (the writer's
+      // own automatic checkpoint is the backstop, sqlite_database.hpp).
+      if (wal_frames > large_wal_frames && copied < wal_frames)
+        spdlog::warn("the WAL holds {} pages, {} of them not yet copied back", wal_frames, wal_frames - copied);
       lock.lock();
     }
   } catch (const std::exception& e) {

@@ -3,10 +3,13 @@
 // so that the writer's commits never wait for a checkpoint's reads, writes and
 // fsyncs (SQLite's automatic checkpoint runs inside the committing call).
 //
-// The server's connections are opened with automatic checkpoints off; this
-// thread runs a PASSIVE checkpoint every `interval` (it never blocks the writer
-// or the readers, and copies what no reader still needs). Stopped by its
-// destructor. Thread-safety: construct and destroy on one thread; nothing else.
+// The server's connections checkpoint themselves only as a backstop (past
+// 256 MiB of WAL); this thread runs a PASSIVE checkpoint every `interval` (it
+// never blocks the writer or the readers, and copies what no reader still
+// needs), and once the WAL holds more than 64 MiB a RESTART right after it, so
+// the WAL starts over even under steady commits (a short hold of the next
+// write). Stopped by its destructor. Thread-safety: construct and destroy on one
+// thread; nothing else.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>

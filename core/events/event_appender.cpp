@@ -55,12 +55,19 @@ void event_appender::submit() {
     }
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (!requests[i].as_segment) continue;
+      // A transaction SQLite rolled back itself (disk full, I/O) fails the whole job:
+      // nothing after it may be written outside the batch.
+      if (!c.batch_open()) throw store_error("the database rolled the write transaction back");
       // One session's refused segment (its session deleted meanwhile, say) spares the
-      // others: SQLite undoes the failed statement alone.
+      // others, and is undone whole (segment and retention trim together).
+      c.savepoint();
       try {
         write_segment(c, requests[i]);
+        c.release_savepoint();
       } catch (...) {
         taken->errors[i] = std::current_exception();
+        c.rollback_to_savepoint();
+        c.release_savepoint();
       }
     }
   };

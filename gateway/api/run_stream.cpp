@@ -74,9 +74,9 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   auto decide = [channel, plan, opts, executor, &stats = app.stats]() mutable -> awaitable<subscription> {
     subscription out;
     out.last_event_id = channel->last_committed_id();
-    // The session row's last_event_id moves in the commit's transaction, a moment before the
-    // channel releases the batch: a client may already have read an id up to the last one
-    // assigned (GET /sessions/{id}). Such a cursor is valid; the stream skips ids up to it.
+    // The stored last id moves with the commit, a moment before the channel releases the
+    // batch: a client may already have read an id up to the last one assigned (GET
+    // /sessions/{id}). Such a cursor is valid; the stream skips ids up to it.
     const std::int64_t known = std::max(out.last_event_id, channel->last_assigned_id());
     if (plan.cursor && *plan.cursor > known) {
       out.cursor_beyond = true;

@@ -6,6 +6,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <future>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -507,4 +508,76 @@ TEST_CASE("store_executor: maintenance runs inside a batch at most once per inte
   const auto ids = committed_message_ids(db);
   CHECK(ids.contains("m102"));
   CHECK_FALSE(ids.contains("m502"));
+}
+
+namespace {
+
+// A write job that takes `d` and notes its turn in `order`.
+auto slow_job(int i, std::chrono::milliseconds d, std::mutex& m, std::vector<int>& order) {
+  return [i, d, &m, &order](store_connection& c) {
+    std::this_thread::sleep_for(d);
+    {
+      std::lock_guard lock(m);
+      order.push_back(i);
+    }
+    c.upsert_message(msg(i));
+    return i;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("store_executor: ordinary jobs past the batch budget wait for the next commit, in order; urgent ones go first") {
+  fake_db db;
+  net::io_context io;
+  store_executor ex(db.factory(), {.readers = 1, .batch_budget = 5ms});
+  std::mutex m;
+  std::vector<int> order;
+  gate g;
+  outcome first;
+  ex.async_write(g.job(), record(io, first));
+  g.wait_started();
+  std::vector<outcome> outcomes(21);
+  for (int i = 0; i < 20; ++i) ex.async_write(slow_job(i, 1ms, m, order), record(io, outcomes[static_cast<std::size_t>(i)]));
+  ex.async_write_urgent(slow_job(100, 0ms, m, order), record(io, outcomes[20]));
+  g.release();
+  io.run();
+  for (const auto& o : outcomes) CHECK((o.called && !o.error));
+  std::vector<int> expected{100};
+  for (int i = 0; i < 20; ++i) expected.push_back(i);
+  CHECK(order == expected);  // the urgent job first, the rest in their order
+  // 20 ms of ordinary work in batches of about 5 ms: several commits, none holding all.
+  CHECK(ex.batches_committed() >= 4);
+  CHECK(ex.jobs_committed() == 22);
+}
+
+TEST_CASE("store_executor: a failed batch cut by the budget fails every job it took; the queue behind it goes on") {
+  fake_db db;
+  net::io_context io;
+  store_executor ex(db.factory(), {.readers = 1, .max_batch = 8, .batch_budget = 2ms});
+  db.fail_commit_number(2);
+  std::mutex m;
+  std::vector<int> order;
+  gate g;
+  outcome first;
+  ex.async_write(g.job(), record(io, first));
+  g.wait_started();
+  std::vector<outcome> outcomes(16);
+  for (int i = 0; i < 16; ++i) ex.async_write(slow_job(i, 1ms, m, order), record(io, outcomes[static_cast<std::size_t>(i)]));
+  g.release();
+  io.run();
+  // Batch 2 took jobs 0..7, ran a few within its budget and failed to commit: all eight
+  // fail (none is left half-done in the queue); 8..15 commit in later batches.
+  for (int i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    REQUIRE(outcomes[static_cast<std::size_t>(i)].called);
+    CHECK(is<store_error>(outcomes[static_cast<std::size_t>(i)].error));
+  }
+  for (int i = 8; i < 16; ++i) {
+    CAPTURE(i);
+    CHECK((outcomes[static_cast<std::size_t>(i)].called && !outcomes[static_cast<std::size_t>(i)].error));
+  }
+  auto ids = committed_message_ids(db);
+  for (int i = 0; i < 8; ++i) CHECK_FALSE(ids.contains("m" + std::to_string(i)));
+  for (int i = 8; i < 16; ++i) CHECK(ids.contains("m" + std::to_string(i)));
 }

@@ -30,8 +30,8 @@ TEST_CASE("migrations: a new file gets the whole schema") {
   CHECK(schema_version() == 2);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
-                                                     "messages", "session_labels", "sessions", "webhook_attempts",
-                                                     "webhook_deliveries"});
+                                                     "messages", "session_labels", "sessions", "sqlite_sequence",
+                                                     "webhook_attempts", "webhook_deliveries"});
   CHECK(pragma_text(*store, "journal_mode") == "wal");
   CHECK(pragma_text(*store, "foreign_keys") == "1");
 }

@@ -92,9 +92,15 @@ TEST_CASE("sqlite_store_events: a session's last_event_id is its newest segment'
   auto stale = make_batch("s", 0, 0);
   store->append_segment(stale);
   CHECK(store->find_session("s")->last_event_id == 10);
-  // A batch starting at a stored first_id is a constraint violation.
-  CHECK_THROWS_AS(store->append_segment(make_batch("s", 4, 5)), agw::core::store_error);
+  // A segment starting at a stored first id is a retry of the same frames: one that does
+  // not reach further changes nothing, one that does replaces the stored one.
+  store->append_segment(make_batch("s", 4, 5));
   CHECK(store->find_session("s")->last_event_id == 10);
+  CHECK(ids_of(store->events_after("s", 3, 100)) == range(4, 10));
+  store->append_segment(make_batch("s", 4, 12));
+  CHECK(store->find_session("s")->last_event_id == 12);
+  CHECK(ids_of(store->events_after("s", 3, 100)) == range(4, 12));
+  for (const auto& e : store->events_after("s", 0, 100)) CHECK(e.frame == frame_text(e.id));
 }
 
 TEST_CASE("sqlite_store_events: trim_events deletes whole batches below the cut only") {
@@ -202,6 +208,37 @@ TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds i
   // The journal is empty: a second fold finds nothing and changes nothing.
   CHECK(store->fold_journal() == 0);
   CHECK(ids_of(store->events_after("a", 0, 100)) == range(1, 7));
+}
+
+TEST_CASE("sqlite_store_events: the fold keeps each event once when retried batches overlap") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  store->append_segment(make_batch("s", 1, 2));
+  // A batch whose commit was reported failed though it was stored, retried longer; and the
+  // same batch twice.
+  store->append_journal(make_batch("s", 3, 5));
+  store->append_journal(make_batch("s", 3, 7));
+  store->append_journal(make_batch("s", 8, 8));
+  store->append_journal(make_batch("s", 8, 8));
+  store->append_journal(make_batch("s", 2, 4));  // partly in the segment already
+  CHECK(store->fold_journal() == 5);
+  const auto events = store->events_after("s", 0, 100);
+  CHECK(ids_of(events) == range(1, 8));
+  for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
+  CHECK(store->find_session("s")->last_event_id == 8);
+}
+
+TEST_CASE("sqlite_store_events: the journal never hands out a seq again, even once emptied") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  const auto a = store->append_journal(make_batch("s", 1, 1));
+  const auto b = store->append_journal(make_batch("s", 2, 2));
+  store->truncate_journal(std::nullopt);
+  // A claim on b (or anything the empty journal held) must still cover every new row.
+  CHECK(store->append_journal(make_batch("s", 3, 3)) > b);
+  CHECK(b > a);
 }
 
 TEST_CASE("sqlite_store_events: one journal row holds several sessions' batches; the fold splits them") {

@@ -157,6 +157,7 @@ class fake_connection final : public core::store_connection {
 
   int index() const { return index_; }  // creation order: the executor opens its writer first
   bool in_batch() const { return working_ != nullptr; }
+  bool batch_open() override { return in_batch(); }
   std::thread::id last_thread() const { return last_thread_; }
 
   // --- transactions ---
