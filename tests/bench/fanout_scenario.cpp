@@ -172,20 +172,9 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
   if (target.server) {
     if (auto hwm = target.server->peak_rss_kib()) out.peak_rss_mib = static_cast<double>(*hwm) / 1024.0;
     if (auto rss = proc_status_kib(target.server->pid(), "VmRSS")) out.rss_after_mib = static_cast<double>(*rss) / 1024.0;
-    const auto after = target.server->thread_samples();
     double waited = 0;
-    for (std::size_t i = 0; i < after.size(); ++i) {
-      auto delta = after[i];
-      for (const auto& b : threads_before)
-        if (b.tid == delta.tid) {
-          delta.cpu_seconds -= b.cpu_seconds;
-          delta.runqueue_wait_seconds -= b.runqueue_wait_seconds;
-          delta.write_bytes -= std::min(delta.write_bytes, b.write_bytes);
-        }
-      waited += delta.runqueue_wait_seconds;
-      out.threads.emplace_back(i, delta);
-    }
-    if (!after.empty()) out.server_rqwait_s = waited;
+    out.threads = target.server->thread_use_since(threads_before, waited);
+    if (!out.threads.empty()) out.server_rqwait_s = waited;
   }
   if (auto dropped_after = metric_value(target.port, "gateway_sse_slow_subscribers_dropped_total"); dropped_before && dropped_after)
     out.dropped = *dropped_after - *dropped_before;
@@ -250,13 +239,7 @@ void print_progress(const fanout_run& r) {
   if (r.dropped) std::printf(", server dropped %.0f slow", *r.dropped);
   std::printf("\n");
   if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
-  if (!r.threads.empty()) {
-    std::printf("    server threads (#creation order: cpu s/run-queue wait s, W = wrote to storage):");
-    for (const auto& [index, t] : r.threads)
-      if (t.cpu_seconds >= 0.005 || t.write_bytes > 0)
-        std::printf(" #%zu %.2f/%.2f%s", index, t.cpu_seconds, t.runqueue_wait_seconds, t.write_bytes > 0 ? "W" : "");
-    std::printf("\n");
-  }
+  server_process::print_thread_use(r.threads);
   std::fflush(stdout);
 }
 
@@ -373,10 +356,6 @@ void run_fanout_scenario(const bench_options& options, bench_target& target, rep
     std::printf("warning: RLIMIT_NOFILE is %llu, too few for %u subscribers\n", static_cast<unsigned long long>(files.rlim_cur), most);
   auto rows = std::make_shared<std::vector<fanout_run>>();
   out.set_table([rows](std::FILE* f) { print_table(f, *rows); });
-  if (target.server)
-    std::printf(
-        "server threads by creation order, as agent-gateway starts them: #0 main (runs the io_context), #1 store writer,\n"
-        "#2-3 store readers, #4-5 tool pool, #6.. the other io threads\n");
   for (unsigned subs : counts) {
     std::printf("subscribers %u:\n", subs);
     for (unsigned run = 1; run <= options.repeat; ++run) {

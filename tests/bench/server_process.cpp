@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -172,6 +173,34 @@ bool server_process::reset_peak_rss() const {
   return static_cast<bool>(out);
 }
 
+std::vector<std::pair<std::size_t, server_process::thread_sample>> server_process::thread_use_since(
+    const std::vector<thread_sample>& before, double& waited) const {
+  std::vector<std::pair<std::size_t, thread_sample>> out;
+  const auto after = thread_samples();
+  waited = 0;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    auto delta = after[i];
+    for (const auto& b : before)
+      if (b.tid == delta.tid) {
+        delta.cpu_seconds -= b.cpu_seconds;
+        delta.runqueue_wait_seconds -= b.runqueue_wait_seconds;
+        delta.write_bytes -= std::min(delta.write_bytes, b.write_bytes);
+      }
+    waited += delta.runqueue_wait_seconds;
+    out.emplace_back(i, delta);
+  }
+  return out;
+}
+
+void server_process::print_thread_use(const std::vector<std::pair<std::size_t, thread_sample>>& threads) {
+  if (threads.empty()) return;
+  std::printf("    server threads (name#creation order: cpu s/run-queue wait s, W = wrote to storage):");
+  for (const auto& [index, t] : threads)
+    if (t.cpu_seconds >= 0.005 || t.write_bytes > 0)
+      std::printf(" %s#%zu %.2f/%.2f%s", t.name.c_str(), index, t.cpu_seconds, t.runqueue_wait_seconds, t.write_bytes > 0 ? "W" : "");
+  std::printf("\n");
+}
+
 std::vector<server_process::thread_sample> server_process::thread_samples() const {
   std::vector<thread_sample> out;
   if (pid_ <= 0 || exit_status_) return out;
@@ -186,6 +215,8 @@ std::vector<server_process::thread_sample> server_process::thread_samples() cons
     if (!fields || fields->size() < 13) continue;
     thread_sample t;
     t.tid = static_cast<pid_t>(std::atol(e->d_name));
+    std::ifstream comm(base + "/comm");
+    std::getline(comm, t.name);
     t.cpu_seconds = (std::stod((*fields)[11]) + std::stod((*fields)[12])) / hz;
     // schedstat: ns on a CPU, ns waiting on a run queue, timeslices. On a shared
     // machine the second tells "slow" from "starved".

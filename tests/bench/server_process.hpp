@@ -38,14 +38,21 @@ class server_process {
   // next peak_rss_kib() is the peak of what ran in between; false when refused.
   bool reset_peak_rss() const;
 
-  // CPU per server thread (the threads are unnamed: tid order is creation order).
+  // CPU per server thread (tid order is creation order).
   struct thread_sample {
     pid_t tid = 0;
+    std::string name;                     // /proc/.../comm: agw-writer, agw-io-1, ... (the main thread: agent-gateway)
     double cpu_seconds = 0.0;             // utime + stime
     double runqueue_wait_seconds = 0.0;   // /proc/.../schedstat: runnable, but no CPU free
     std::uint64_t write_bytes = 0;        // /proc/.../io: storage writes (the SQLite writer's)
   };
   std::vector<thread_sample> thread_samples() const;  // sorted by tid; empty once gone
+  // Each thread's use since `before` (a thread started meanwhile counts from zero), with
+  // its index in creation order; `waited` gets the summed run-queue wait.
+  std::vector<std::pair<std::size_t, thread_sample>> thread_use_since(const std::vector<thread_sample>& before,
+                                                                      double& waited) const;
+  // "    server threads (...): name cpu/wait[W] ..." for the threads that did something.
+  static void print_thread_use(const std::vector<std::pair<std::size_t, thread_sample>>& threads);
 
   // SIGTERM, then SIGKILL when it has not exited within grace. Returns the exit
   // status (or -signal); idempotent.

@@ -602,20 +602,9 @@ stream_run measure_streams(const bench_options& options, bench_target& target, d
   out.client_cpu_s = client_after - client_before;
   if (target.server) {
     if (auto rss = target.server->peak_rss_kib()) out.peak_rss_mib = static_cast<double>(*rss) / 1024.0;
-    const auto after = target.server->thread_samples();
     double waited = 0;
-    for (std::size_t i = 0; i < after.size(); ++i) {
-      auto delta = after[i];
-      for (const auto& b : threads_before)
-        if (b.tid == delta.tid) {
-          delta.cpu_seconds -= b.cpu_seconds;
-          delta.runqueue_wait_seconds -= b.runqueue_wait_seconds;
-          delta.write_bytes -= std::min(delta.write_bytes, b.write_bytes);
-        }
-      waited += delta.runqueue_wait_seconds;
-      out.threads.emplace_back(i, delta);
-    }
-    if (!after.empty()) out.server_rqwait_s = waited;
+    out.threads = target.server->thread_use_since(threads_before, waited);
+    if (!out.threads.empty()) out.server_rqwait_s = waited;
   }
 
   latency_recorder ttft, drift, first_anchored, gap, done_at, steady;
@@ -710,13 +699,7 @@ void print_progress(const stream_run& r) {
   std::printf(", client cpu %.2f s (waited %.2f s), %llu/%llu errors\n", r.client_cpu_s, r.client_rqwait_s,
               static_cast<unsigned long long>(r.errors), static_cast<unsigned long long>(r.streams));
   if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
-  if (!r.threads.empty()) {
-    std::printf("    server threads (#creation order: cpu s/run-queue wait s, W = wrote to storage):");
-    for (const auto& [index, t] : r.threads)
-      if (t.cpu_seconds >= 0.005 || t.write_bytes > 0)
-        std::printf(" #%zu %.2f/%.2f%s", index, t.cpu_seconds, t.runqueue_wait_seconds, t.write_bytes > 0 ? "W" : "");
-    std::printf("\n");
-  }
+  server_process::print_thread_use(r.threads);
   std::fflush(stdout);
 }
 
@@ -817,10 +800,6 @@ void run_streams_scenario(const bench_options& options, bench_target& target, re
 
   auto rows = std::make_shared<std::vector<stream_run>>();
   out.set_table([rows, tokens = options.tokens](std::FILE* f) { print_table(f, *rows, tokens); });
-  if (target.server)
-    std::printf(
-        "server threads by creation order, as agent-gateway starts them: #0 main (runs the io_context), #1 store writer,\n"
-        "#2-3 store readers, #4-5 tool pool, #6.. the other io threads\n");
 
   if (options.warmup_seconds > 0) {
     // Untimed: first runs pay for SQLite's page cache, the allocator and lazily built state.
