@@ -184,9 +184,14 @@ void sse_stream::on_timer() {
     return;
   }
   // Silent for a heartbeat interval: keep proxies from cutting an idle stream.
-  static constexpr std::string_view beat = ": heartbeat\n";
-  static_assert(beat.size() == 12);
-  head_ = chunked_ ? std::string("c\r\n") + std::string(beat) + crlf : std::string(beat);
+  const auto beat = core::heartbeat_line();
+  head_.clear();
+  if (chunked_) {
+    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", beat.size());
+    head_.append(chunk_size_, static_cast<std::size_t>(n));
+  }
+  head_ += beat;
+  if (chunked_) head_ += crlf;
   arm_timer(now + opts_.heartbeat);
   write_more();
 }
