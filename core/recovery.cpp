@@ -28,7 +28,7 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
     auto events = c.events_after(s.id, after, 1000);
     if (events.empty()) break;
     for (auto& e : events) {
-      auto frame = parse_stored_frame(std::move(e.frame));
+      const event_frame frame(std::move(e.frame));
       after = frame.id;
       if (frame.run_id() != state.run->id || frame.type() != "token") continue;
       auto data = boost::json::parse(frame.data());

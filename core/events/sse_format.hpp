@@ -31,7 +31,4 @@ std::string_view heartbeat_line();
 // The unnumbered frame a resume starts with.
 std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id);
 
-// Rebuilds an event_frame from a stored frame's text (for replay from the log).
-inline event_frame parse_stored_frame(std::string text) { return event_frame(std::move(text)); }
-
 }  // namespace agw::core

@@ -18,6 +18,18 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
+namespace {
+
+// Events read back from the log, as frames like the ones published.
+std::vector<frame_ptr> frames_of(std::vector<stored_event> stored) {
+  std::vector<frame_ptr> out;
+  out.reserve(stored.size());
+  for (auto& e : stored) out.push_back(std::make_shared<const event_frame>(std::move(e.frame)));
+  return out;
+}
+
+}  // namespace
+
 session_channel::session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id,
                                  const channel_services& services, options opts)
     : strand_(net::make_strand(executor)),
@@ -253,9 +265,7 @@ void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int6
                         sub->close(subscriber::close_reason::draining);
                         return;
                       }
-                      std::vector<frame_ptr> frames;
-                      frames.reserve(result.second.size());
-                      for (auto& e : result.second) frames.push_back(std::make_shared<const event_frame>(parse_stored_frame(std::move(e.frame))));
+                      auto frames = frames_of(std::move(result.second));
                       // What memory holds is served from memory (retention may keep less in the log).
                       const std::int64_t in_memory = self->memory_oldest();
                       if (in_memory) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_memory; });
@@ -354,8 +364,7 @@ net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t 
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
     auto stored = co_await store_.async_read(std::move(read), net::use_awaitable);
-    out.reserve(stored.size());
-    for (auto& e : stored) out.push_back(std::make_shared<const event_frame>(parse_stored_frame(std::move(e.frame))));
+    out = frames_of(std::move(stored));
   }
   const std::int64_t last = out.empty() ? after_id : out.back()->id;
   if (out.size() < limit && memory_holds_all_after(last))

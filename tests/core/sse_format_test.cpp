@@ -13,7 +13,6 @@ using namespace std::chrono_literals;
 using agw::core::event_frame;
 using agw::core::heartbeat_line;
 using agw::core::make_event_frame;
-using agw::core::parse_stored_frame;
 using agw::core::reconnected_frame;
 using agw::core::retry_line;
 
@@ -88,7 +87,7 @@ TEST_CASE("sse_format: reconnected_frame exact bytes") {
   CHECK(reconnected_frame(9, 1, false, 2).find("id:") == std::string::npos);
 }
 
-TEST_CASE("sse_format: parse_stored_frame round trip") {
+TEST_CASE("sse_format: a stored frame's text reads back into the same frame") {
   const event_frame frames[] = {
       make_event_frame(7, "token", "r", {{"content", "a\nb"}}),
       make_event_frame(1, "status", "run-x", {{"state", "running"}}),
@@ -97,7 +96,7 @@ TEST_CASE("sse_format: parse_stored_frame round trip") {
   };
   for (const auto& original : frames) {
     CAPTURE(original.text);
-    const auto parsed = parse_stored_frame(original.text);
+    const event_frame parsed(original.text);
     CHECK(parsed.id == original.id);
     CHECK(parsed.type() == original.type());
     CHECK(parsed.run_id() == original.run_id());
@@ -107,27 +106,27 @@ TEST_CASE("sse_format: parse_stored_frame round trip") {
   }
 }
 
-TEST_CASE("sse_format: parse_stored_frame tolerates odd input") {
+TEST_CASE("sse_format: reading a frame's text tolerates odd input") {
   SUBCASE("data not JSON: no run_id") {
-    auto f = parse_stored_frame("id: 3\nevent: x\ndata: not json\n\n");
+    event_frame f("id: 3\nevent: x\ndata: not json\n\n");
     CHECK(f.id == 3);
     CHECK(f.type() == "x");
     CHECK(f.data() == "not json");
     CHECK(f.run_id().empty());
   }
   SUBCASE("run_id not a string") {
-    auto f = parse_stored_frame("id: 4\nevent: x\ndata: {\"run_id\":5}\n\n");
+    event_frame f("id: 4\nevent: x\ndata: {\"run_id\":5}\n\n");
     CHECK(f.id == 4);
     CHECK(f.run_id().empty());
   }
   SUBCASE("no trailing blank line") {
-    auto f = parse_stored_frame("id: 5\nevent: token\ndata: {\"run_id\":\"r\"}");
+    event_frame f("id: 5\nevent: token\ndata: {\"run_id\":\"r\"}");
     CHECK(f.id == 5);
     CHECK(f.type() == "token");
     CHECK(f.run_id() == "r");
   }
   SUBCASE("empty") {
-    auto f = parse_stored_frame("");
+    event_frame f("");
     CHECK(f.id == 0);
     CHECK(f.type().empty());
     CHECK(f.text.empty());
