@@ -25,8 +25,10 @@ std::string metrics::render() const {
   counter("gateway_event_batches_committed_total", "Event log batches committed.", event_batches_committed);
   gauge("gateway_sse_streams_open", "Open SSE streams.", sse_streams_open);
   counter("gateway_sse_frames_written_total", "SSE frames written to clients.", sse_frames_written);
-  counter("gateway_sse_slow_subscribers_dropped_total", "SSE subscribers disconnected because their queue overflowed.",
-          sse_slow_subscribers_dropped);
+  counter("gateway_sse_slow_subscribers_dropped_total",
+          "SSE subscribers disconnected because a write made no progress for the write timeout.", sse_slow_subscribers_dropped);
+  counter("gateway_sse_subscribers_behind_total",
+          "Times a subscriber fell behind the live events and caught up from memory or the log.", sse_subscribers_behind);
   counter("gateway_store_rejected_total", "Storage jobs refused because the queue was full.", store_rejected);
   counter("gateway_webhooks_delivered_total", "Completion callbacks answered with a 2xx.", webhooks_delivered);
   counter("gateway_webhooks_failed_total", "Completion callbacks given up on (non-retryable answer or schedule exhausted).",

@@ -21,7 +21,8 @@ struct metrics {
   std::atomic<std::uint64_t> event_batches_committed{0};
   std::atomic<std::int64_t> sse_streams_open{0};
   std::atomic<std::uint64_t> sse_frames_written{0};
-  std::atomic<std::uint64_t> sse_slow_subscribers_dropped{0};
+  std::atomic<std::uint64_t> sse_slow_subscribers_dropped{0};  // stalled writes cut
+  std::atomic<std::uint64_t> sse_subscribers_behind{0};        // live → catching up
   std::atomic<std::uint64_t> store_rejected{0};
   std::atomic<std::uint64_t> webhooks_delivered{0};
   std::atomic<std::uint64_t> webhooks_failed{0};

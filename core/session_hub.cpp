@@ -25,6 +25,7 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
     opts.ring_size = config_.sse_buffer_size;
     opts.retention = config_.event_retention;
     opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
+    opts.subscriber_backlog = config_.sse_subscriber_queue;
     opts.deleted = deleted_.contains(session_id);
     opts.segment_age = config_.event_segment_age;
     slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, services_, opts);

@@ -27,7 +27,7 @@ struct settings {
   std::chrono::milliseconds sse_retry_interval{3000};
   std::chrono::duration<double> sse_heartbeat_interval{15.0};
   std::size_t sse_buffer_size = 100;
-  std::size_t sse_subscriber_queue = 8192;  // frames queued per subscriber before it is cut off (shared frames: pointers only)
+  std::size_t sse_subscriber_queue = 8192;  // frames queued per subscriber before it catches up page by page instead (pointers only)
   std::size_t event_retention = 0;          // events kept per session in the log; 0 = all
   // The longest a committed event stays in the shared journal before its session's tail is
   // written as a segment (docs/streaming.md, "The event log"). Not a flag: a tuning constant.

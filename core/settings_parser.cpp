@@ -147,7 +147,7 @@ const std::vector<option>& options() {
                                &settings::sse_heartbeat_interval, 0.01));
     t.push_back(integer_option<std::size_t>("sse-buffer-size", "events held per session in the in-memory ring (default 100)",
                                             &settings::sse_buffer_size, 1, 1'000'000));
-    t.push_back(integer_option<std::size_t>("sse-subscriber-queue", "frames queued per SSE subscriber before it is disconnected (default 8192)",
+    t.push_back(integer_option<std::size_t>("sse-subscriber-queue", "frames queued per SSE subscriber before it catches up from memory or the log instead (default 8192)",
                                             &settings::sse_subscriber_queue, 1, 1'000'000));
     t.push_back(integer_option<std::size_t>("event-retention", "events kept per session in the durable log, 0 = all (default 0)",
                                             &settings::event_retention, 0, std::size_t{1} << 40));

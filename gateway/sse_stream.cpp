@@ -17,25 +17,25 @@ sse_stream::sse_stream(net::any_io_executor executor, core::metrics& stats, opti
     : executor_(std::move(executor)), stats_(stats), opts_(std::move(opts)), timer_(executor_), last_sent_(opts_.after_id) {}
 
 void sse_stream::deliver(const core::frame_batch& frames) {
-  if (overflow_) return;
-  // Only a backlog the writer has not taken counts: one big batch to an idle writer is fine.
-  const auto before = queued_.fetch_add(frames->size());
-  if (before > 0 && before + frames->size() > opts_.max_queued) {
-    overflow_ = true;
-    stats_.sse_slow_subscribers_dropped++;
-    net::post(executor_, [self = shared_from_this()] {
-      // A write stalled on a client that stopped reading would hold the connection until
-      // the write timeout: cut it now (what the kernel already holds still reaches the client).
-      if (self->writing_ && self->socket_) {
-        boost::system::error_code ignored;
-        self->socket_->cancel(ignored);
-      } else {
-        self->write_more();
-      }
-    });
-    return;
-  }
+  // Bounded by the channel: it stops delivering while this backlog is over its bound.
+  queued_ += frames->size();
   net::post(executor_, [self = shared_from_this(), frames] { self->take(frames); });
+}
+
+void sse_stream::when_drained(std::function<void()> drained) {
+  // Posted after every deliver() the channel made before asking, so it sees their frames queued.
+  net::post(executor_, [self = shared_from_this(), drained = std::move(drained)]() mutable {
+    if (self->finished_) return;
+    self->drained_ = std::move(drained);
+    self->notify_if_drained();
+  });
+}
+
+void sse_stream::notify_if_drained() {
+  if (!drained_ || writing_ || !queue_.empty()) return;
+  auto drained = std::move(drained_);
+  drained_ = nullptr;
+  drained();
 }
 
 void sse_stream::deliver_unnumbered(std::string text) {
@@ -86,7 +86,6 @@ void sse_stream::start(net::ip::tcp::socket socket, std::string head, std::strin
 
 void sse_stream::write_more() {
   if (!started_ || writing_ || finished_) return;
-  if (overflow_) return finish(end_reason::overflow);
   pieces_.clear();
   in_write_.clear();
   if (!head_.empty()) pieces_.push_back(net::buffer(head_));
@@ -122,6 +121,8 @@ void sse_stream::write_more() {
   }
   queue_.clear();
   if (opts_.until_id && last_sent_ >= *opts_.until_id) reached_end_ = true;
+  // Told to end: after what was queued, with the last chunk, like a run's end.
+  if (closed_) reached_end_ = true;
   std::size_t body = 0;
   for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
   if (chunked_ && body > 0) {
@@ -132,8 +133,7 @@ void sse_stream::write_more() {
   // The last chunk ends the response cleanly; the connection may then be reused.
   if (reached_end_ && chunked_) pieces_.push_back(net::buffer(last_chunk, 5));
   if (pieces_.empty()) {
-    if (reached_end_) return finish(end_reason::run_done);
-    if (closed_) return finish(end_reason::closed);
+    if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
     return;  // idle: the timer writes heartbeats
   }
   writing_ = true;
@@ -150,11 +150,12 @@ void sse_stream::on_written(const boost::system::error_code& ec) {
   head_.clear();
   head_.shrink_to_fit();
   in_write_.clear();
-  if (ec) return finish(overflow_ ? end_reason::overflow : end_reason::client_gone);
+  if (ec) return finish(stalled_ ? end_reason::stalled : end_reason::client_gone);
   last_write_ = std::chrono::steady_clock::now();
   stats_.sse_frames_written += frames_in_write_;
-  if (reached_end_) return finish(end_reason::run_done);
+  if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
   write_more();
+  notify_if_drained();
 }
 
 void sse_stream::arm_timer(std::chrono::steady_clock::time_point at) {
@@ -170,6 +171,8 @@ void sse_stream::on_timer() {
   if (writing_) {
     // A client that stopped reading: cut the stalled write (a quiet client is never cut).
     if (now - write_started_ >= opts_.write_timeout) {
+      stalled_ = true;
+      stats_.sse_slow_subscribers_dropped++;
       boost::system::error_code ignored;
       socket_->cancel(ignored);
       return;
@@ -203,6 +206,7 @@ void sse_stream::finish(end_reason why) {
   timer_.cancel();
   queue_.clear();
   in_write_.clear();
+  drained_ = nullptr;
   stats_.sse_streams_open--;
   const bool reusable = why == end_reason::run_done && chunked_;
   auto on_end = std::move(on_end_);

@@ -9,11 +9,14 @@
 //
 // Executor: the connection's strand (the socket's executor). deliver()/close()
 // are called on the session's strand and only post here.
-// Overflow policy: when more than `max_queued` frames wait, the stream is cut
-// (the client resumes with Last-Event-ID and loses nothing); the producer is
-// never slowed. One timer per stream, armed about once per heartbeat interval
-// whatever the event rate: it writes the heartbeat after `heartbeat` of
-// silence, and cuts a write stalled longer than `write_timeout`.
+// Back-pressure: the queue holds what the session channel delivered; the channel
+// stops delivering past its bound and asks when_drained(), so a stream that reads
+// slowly catches up from memory or the log instead of being cut (subscriber.hpp).
+// The stream is cut only when a write makes no progress for `write_timeout`.
+// Every end the gateway decides (run done, drain, session deleted) goes out after
+// a whole frame and, when chunked, with the last chunk. One timer per stream,
+// armed about once per heartbeat interval whatever the event rate: it writes the
+// heartbeat after `heartbeat` of silence, and cuts a stalled write.
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -34,13 +37,12 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   struct options {
     std::chrono::steady_clock::duration heartbeat;
     std::chrono::steady_clock::duration write_timeout;
-    std::size_t max_queued = 1024;
     std::int64_t after_id = 0;              // frames with ids up to this are skipped
     std::optional<std::string> until_run;  // end after this run's done
     std::optional<std::int64_t> until_id;  // end once this id was sent (a replay with no live run)
   };
 
-  enum class end_reason { run_done, client_gone, overflow, closed };
+  enum class end_reason { run_done, client_gone, stalled, closed };
   // Called once, on the stream's executor. `reusable`: the response ended cleanly
   // (chunked, to its end) and the socket may serve the connection's next request.
   using end_handler =
@@ -51,6 +53,7 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   // --- any thread (post to the stream's executor) ---
   void deliver(const core::frame_batch& frames) override;
   std::size_t backlog() const override { return queued_.load(); }
+  void when_drained(std::function<void()> drained) override;
   void close(close_reason why) override;
   // Queues an unnumbered frame (reconnected) in order with the numbered ones.
   void deliver_unnumbered(std::string text);
@@ -66,6 +69,7 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   void on_written(const boost::system::error_code& ec);
   void arm_timer(std::chrono::steady_clock::time_point at);
   void on_timer();
+  void notify_if_drained();
   void finish(end_reason why);
 
   net::any_io_executor executor_;
@@ -81,7 +85,7 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   std::string head_;                         // the header (and preamble) until written
   char chunk_size_[20];
   std::atomic<std::size_t> queued_{0};
-  std::atomic<bool> overflow_{false};
+  std::function<void()> drained_;  // the channel waits for the queue to be written
   std::int64_t last_sent_;
   std::chrono::steady_clock::time_point last_write_;      // end of the last write (heartbeats count)
   std::chrono::steady_clock::time_point write_started_;
@@ -90,6 +94,7 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   bool chunked_ = true;
   bool writing_ = false;
   bool closed_ = false;        // told to end once the queue is written
+  bool stalled_ = false;       // a write made no progress for the write timeout
   bool reached_end_ = false;   // the write in flight ends the response
   bool finished_ = false;
 };

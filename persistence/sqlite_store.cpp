@@ -380,8 +380,24 @@ void sqlite_store::trim_events(std::string_view session_id, std::int64_t keep_fr
   newest.bind(1, session_id);
   if (newest.step() && newest.int64(0) < keep_from_id)
     db_.prepare("UPDATE sessions SET last_event_id = max(last_event_id, ?) WHERE id = ?").bind(1, newest.int64(0)).bind(2, session_id).run();
-  // Whole batches only: a batch partly below the cut is kept, so retention is "at least".
   db_.prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id < ?").bind(1, session_id).bind(2, keep_from_id).run();
+  // The one row the cut goes through keeps only its frames from the cut on: the log then
+  // holds exactly what retention keeps, and a resume older than that sees the gap at once.
+  std::int64_t first = 0;
+  std::string kept;
+  {
+    auto straddling = db_.prepare("SELECT first_id, frames FROM event_batches WHERE session_id = ? AND first_id < ? AND last_id >= ?");
+    straddling.bind(1, session_id).bind(2, keep_from_id).bind(3, keep_from_id);
+    if (!straddling.step()) return;
+    first = straddling.int64(0);
+    kept = core::encode_log_suffix(straddling.text(1), first, keep_from_id);
+  }
+  db_.prepare("UPDATE event_batches SET first_id = ?, frames = ? WHERE session_id = ? AND first_id = ?")
+      .bind(1, keep_from_id)
+      .bind_blob(2, kept)
+      .bind(3, session_id)
+      .bind(4, first)
+      .run();
 }
 
 std::optional<core::idempotency_record> sqlite_store::find_idempotency_key(std::string_view session_id, std::string_view key) {

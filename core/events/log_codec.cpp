@@ -136,4 +136,11 @@ std::vector<stored_event> decode_log_frames(std::string_view row, std::int64_t f
   return out;
 }
 
+std::string encode_log_suffix(std::string_view row, std::int64_t first_id, std::int64_t keep_from) {
+  std::vector<frame_ptr> kept;
+  for (auto& e : decode_log_frames(row, first_id))
+    if (e.id >= keep_from) kept.push_back(std::make_shared<const event_frame>(std::move(e.frame)));
+  return encode_log_frames(kept);
+}
+
 }  // namespace agw::core

@@ -31,5 +31,7 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out);
 std::string encode_log_frames(std::span<const frame_ptr> frames);
 // The frames of a row whose first frame has id `first_id`, as their SSE text.
 std::vector<stored_event> decode_log_frames(std::string_view row, std::int64_t first_id);
+// The encoding of the row's frames from id `keep_from` on (retention cutting into a row).
+std::string encode_log_suffix(std::string_view row, std::int64_t first_id, std::int64_t keep_from);
 
 }  // namespace agw::core

@@ -4,7 +4,14 @@
 // their own executor, never block or write here) so one slow client never slows
 // the run or the other subscribers, and must not call back into the channel
 // (it walks its subscriber list while delivering).
+//
+// A subscriber is a cursor (docs/architecture.md, "Subscribers are cursors"): the
+// channel hands it live batches while its backlog stays under the channel's bound;
+// past that the channel stops, asks to be told when the backlog has drained, and
+// then feeds it from memory or the durable log one page at a time until it has
+// caught up. A slow reader is never cut for being slow.
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "core/events/event_frame.hpp"
@@ -17,9 +24,10 @@ class subscriber {
   // Frames in id order; a subscriber may see ids it already has (it skips them).
   virtual void deliver(const frame_batch& frames) = 0;
   // Frames delivered that the subscriber has not taken yet (any thread; may be stale).
-  // A replay hands its ring tail over only when this is 0, so the tail never counts as
-  // a backlog on top of the page before it.
   virtual std::size_t backlog() const { return 0; }
+  // Calls `drained` once (from any thread, possibly before returning) when every frame
+  // delivered so far has been taken (written out). Never called once the subscriber ended.
+  virtual void when_drained(std::function<void()> drained) { drained(); }
   enum class close_reason { session_deleted, draining };
   // End the stream: always when the session is gone; when draining, streams that
   // end with their run may finish it first.

@@ -41,7 +41,7 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       next_id_(last_event_id + 1),
       committed_id_(last_event_id),
       closed_(opts.deleted),
-      ring_(opts.ring_size),
+      memory_(opts.ring_size),
       claim_(services.claims.make_claim()),
       segment_timer_(strand_) {
   snapshot_last_id_.store(last_event_id);
@@ -66,7 +66,7 @@ std::int64_t session_channel::publish(std::string_view run_id, std::string_view 
 
 void session_channel::flush() {
   if (in_flight_ || closed_) return;
-  const bool segment_now = segment_due_ && !unsegmented_.empty();
+  const bool segment_now = segment_due_ && !memory_.unsegmented().empty();
   if (pending_.empty() && !segment_now) return;
   in_flight_ = true;
   // A bounded batch: one log row and one delivery per subscriber stay small, and
@@ -83,7 +83,8 @@ void session_channel::flush() {
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
   const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type() == "done"; });
-  const bool as_segment = segment_now || ends_run || unsegmented_.size() + batch->size() >= opts_.segment_frames;
+  const auto& unsegmented = memory_.unsegmented();
+  const bool as_segment = segment_now || ends_run || unsegmented.size() + batch->size() >= opts_.segment_frames;
   event_batch_record record;
   record.session_id = session_id_;
   record.created_at_ms = now_ms();
@@ -97,9 +98,9 @@ void session_channel::flush() {
   };
   for (const auto& f : *batch) bytes += f->text.size() / 2;
   if (as_segment)
-    for (const auto& f : unsegmented_) bytes += f->text.size() / 2;
+    for (const auto& f : unsegmented) bytes += f->text.size() / 2;
   record.frames.reserve(bytes);
-  if (as_segment) add_frames(unsegmented_);
+  if (as_segment) add_frames(unsegmented);
   add_frames(*batch);
   // Written with every other session's batches of this writer cycle; a journal row's claim
   // is taken inside the job, on the writer, before its commit (journal_claims.hpp).
@@ -133,13 +134,12 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   }
   if (as_segment) {
     // Every journaled frame of the session is in a segment now: the journal may drop them.
-    unsegmented_.clear();
+    memory_.segment_written();
     segment_due_ = false;
     claim_->release();
     segment_timer_.cancel();
-  } else {
-    if (unsegmented_.empty() && opts_.segment_age.count() > 0) arm_segment_timer();
-    unsegmented_.insert(unsegmented_.end(), batch->begin(), batch->end());
+  } else if (memory_.unsegmented().empty() && opts_.segment_age.count() > 0) {
+    arm_segment_timer();
   }
   if (batch->empty()) {
     // A segment of what was journaled already: nothing new to release.
@@ -148,7 +148,7 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
     return;
   }
   committed_id_ = batch->back()->id;
-  for (const auto& f : *batch) ring_.push(f);
+  memory_.add_committed(*batch, !as_segment);
   stats_.events_published += batch->size();
   stats_.event_batches_committed++;
   // A run is over when its done is durable: clear it before anyone sees the done,
@@ -181,7 +181,7 @@ void session_channel::arm_segment_timer() {
   const auto half = opts_.segment_age / 2;
   segment_timer_.expires_after(half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
   segment_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->closed_ || self->unsegmented_.empty()) return;
+    if (ec || self->closed_ || self->memory_.unsegmented().empty()) return;
     self->segment_due_ = true;
     self->flush();
   });
@@ -191,9 +191,19 @@ void session_channel::deliver_live(const std::vector<frame_ptr>& frames) {
   // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
   frame_batch group;
   for (const auto& s : subscribers_) {
-    if (s.catching_up) continue;
+    if (!s->live) continue;
+    // Behind by more than its bound: stop pushing; it catches up at its own pace
+    // (one big batch to an idle writer is fine).
+    const std::size_t backlog = s->sub->backlog();
+    if (backlog > 0 && backlog + frames.size() > opts_.subscriber_backlog) {
+      s->live = false;
+      stats_.sse_subscribers_behind++;
+      after_drained(s);
+      continue;
+    }
     if (!group) group = make_frame_batch(frames);  // joined once, for all of them
-    s.sub->deliver(group);
+    s->sub->deliver(group);
+    s->cursor = std::max(s->cursor, frames.back()->id);
   }
 }
 
@@ -226,152 +236,105 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
     sub->close(subscriber::close_reason::session_deleted);
     return;
   }
-  replay_info info;
-  info.last_event_id = after_id;
-  if (memory_holds_all_after(after_id)) {
-    subscribers_.push_back({sub, false});
-    auto frames = memory_after(after_id);
-    info.replayed = static_cast<std::int64_t>(frames.size());
-    info.oldest_event_id = oldest_held();
-    if (on_replay) on_replay(info);
-    if (!frames.empty()) sub->deliver(make_frame_batch(std::move(frames)));
-    return;
-  }
-  // Older than the ring: read the log first; live frames reach this subscriber from
-  // the ring once the replay has caught up, so none is missed or reordered.
-  subscribers_.push_back({sub, true});
-  continue_replay(std::move(sub), after_id, info, std::move(on_replay));
+  auto s = std::make_shared<subscription>();
+  s->sub = std::move(sub);
+  s->cursor = after_id;
+  s->on_replay = std::move(on_replay);
+  subscribers_.push_back(s);
+  catch_up(s);
 }
 
-void session_channel::continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
-                                      std::function<void(const replay_info&)> on_replay) {
-  const std::int64_t upto = memory_oldest() ? memory_oldest() - 1 : committed_id_;
-  auto read = [session = session_id_, after_id, upto, page = opts_.replay_page](store_connection& c) {
+void session_channel::catch_up(const subscription_ptr& s) {
+  if (s->gone || closed_) return;
+  if (!memory_.holds_all_after(s->cursor, committed_id_)) return read_log_page(s);
+  auto frames = memory_.after(s->cursor, opts_.replay_page);
+  if (s->on_replay) {
+    replay_info info;
+    info.last_event_id = s->cursor;
+    info.replayed = static_cast<std::int64_t>(memory_.after(s->cursor).size());
+    info.oldest_event_id = oldest_held();
+    std::exchange(s->on_replay, nullptr)(info);
+  }
+  if (!frames.empty()) {
+    s->cursor = frames.back()->id;
+    s->sub->deliver(make_frame_batch(std::move(frames)));
+  }
+  // Caught up: from here on it takes batches as they commit, with no gap and no repeat.
+  if (s->cursor >= committed_id_) {
+    s->live = true;
+    return;
+  }
+  after_drained(s);
+}
+
+void session_channel::read_log_page(const subscription_ptr& s) {
+  // The log up to what memory serves (retention may keep less in the log than in memory).
+  const std::int64_t upto = memory_.oldest() ? memory_.oldest() - 1 : committed_id_;
+  const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - s->cursor, 0)), opts_.replay_page);
+  auto read = [session = session_id_, after_id = s->cursor, limit](store_connection& c) {
     std::pair<std::int64_t, std::vector<stored_event>> out;
     out.first = c.oldest_event_id(session);
-    auto limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)), page);
     out.second = c.events_after(session, after_id, limit);
     return out;
   };
-  store_.async_read(std::move(read),
-                    net::bind_executor(strand_, [self = shared_from_this(), sub, after_id, info, on_replay](
-                                                    std::exception_ptr error, std::pair<std::int64_t, std::vector<stored_event>> result) mutable {
-                      if (self->closed_) return;
-                      // The client left during the read: stop paging through the log for it.
-                      if (!self->is_subscribed(sub)) return;
-                      if (error) {
-                        // Without the log the replay cannot be complete: end the stream, the client retries.
-                        self->unsubscribe(sub.get());
-                        sub->close(subscriber::close_reason::draining);
-                        return;
-                      }
-                      auto frames = frames_of(std::move(result.second));
-                      // What memory holds is served from memory (retention may keep less in the log).
-                      const std::int64_t in_memory = self->memory_oldest();
-                      if (in_memory) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_memory; });
-                      info.oldest_event_id = result.first && (!in_memory || result.first < in_memory) ? result.first : in_memory;
-                      // A gap: retention removed events right after the cursor.
-                      const std::int64_t first_held =
-                          !frames.empty() ? frames.front()->id : (in_memory ? in_memory : self->committed_id_ + 1);
-                      if (first_held > after_id + 1) info.gap = true;
-                      // Nothing in the log after the cursor: go on from just before the first event held.
-                      std::int64_t last = frames.empty() ? std::max(after_id, first_held - 1) : frames.back()->id;
-                      if (on_replay) {
-                        // `reconnected` goes first: it counts what is committed now, from the first event held.
-                        info.replayed = std::max<std::int64_t>(0, self->committed_id_ - first_held + 1);
-                        on_replay(info);
-                        on_replay = nullptr;
-                      }
-                      if (!frames.empty()) sub->deliver(make_frame_batch(std::move(frames)));
-                      if (!self->memory_holds_all_after(last)) {
-                        // More than a page, or the ring moved on while we read: read the next page,
-                        // once the subscriber has taken all but a page (the replay goes at the
-                        // reader's pace; it is not a backlog that should cut it as too slow).
-                        auto next = [self, sub, last, info] { self->continue_replay(sub, last, info, nullptr); };
-                        self->when_taken(sub, self->opts_.replay_page, std::move(next));
-                        return;
-                      }
-                      self->finish_replay(sub, last);
-                    }));
+  auto on_read = [self = shared_from_this(), s](std::exception_ptr error, std::pair<std::int64_t, std::vector<stored_event>> page) {
+    if (self->closed_ || s->gone) return;
+    if (error) {
+      // Without the log the sequence cannot continue: end the stream, the client resumes.
+      self->unsubscribe(s->sub.get());
+      s->sub->close(subscriber::close_reason::draining);
+      return;
+    }
+    self->on_log_page(s, page.first, frames_of(std::move(page.second)));
+  };
+  store_.async_read(std::move(read), net::bind_executor(strand_, std::move(on_read)));
 }
 
-void session_channel::finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent) {
-  if (sub->backlog() > 0) {
-    // The log page just delivered is not taken yet: the ring tail on top of it would count
-    // as a slow subscriber's backlog (page + tail > queue) and cut a client reading at full
-    // speed. Hand the tail over once the writer has taken the page; the ring may move on
-    // meanwhile (live frames still skip this subscriber), so look again then.
-    auto next = [self = shared_from_this(), sub, last_sent] {
-      if (self->memory_holds_all_after(last_sent)) self->finish_replay(sub, last_sent);
-      else self->continue_replay(sub, last_sent, replay_info{}, nullptr);
-    };
-    when_taken(sub, 0, std::move(next));
-    return;
+void session_channel::on_log_page(const subscription_ptr& s, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
+  // What memory holds is served from memory.
+  const std::int64_t in_memory = memory_.oldest();
+  if (in_memory) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_memory; });
+  // The first event held after the cursor; beyond cursor + 1, retention removed some (a gap).
+  const std::int64_t first_held = !frames.empty() ? frames.front()->id : (in_memory ? in_memory : committed_id_ + 1);
+  if (s->on_replay) {
+    replay_info info;
+    info.last_event_id = s->cursor;
+    info.gap = first_held > s->cursor + 1;
+    info.oldest_event_id = log_oldest && (!in_memory || log_oldest < in_memory) ? log_oldest : in_memory;
+    // `reconnected` counts what is committed now, from the first event held.
+    info.replayed = std::max<std::int64_t>(0, committed_id_ - first_held + 1);
+    std::exchange(s->on_replay, nullptr)(info);
   }
-  auto tail = memory_after(last_sent);
-  if (!tail.empty()) sub->deliver(make_frame_batch(std::move(tail)));
-  // From here on the subscriber takes live frames like every other.
-  for (auto& s : subscribers_)
-    if (s.sub == sub) s.catching_up = false;
+  if (frames.empty()) {
+    // Nothing in the log after the cursor: go on from just before the first event held.
+    s->cursor = std::max(s->cursor, first_held - 1);
+    return catch_up(s);
+  }
+  s->cursor = frames.back()->id;
+  s->sub->deliver(make_frame_batch(std::move(frames)));
+  // The next page once this one is taken: a lagging subscriber holds at most a page.
+  after_drained(s);
 }
 
-void session_channel::when_taken(const std::shared_ptr<subscriber>& sub, std::size_t allowed, std::function<void()> next,
-                                 std::chrono::milliseconds pause) {
-  if (sub->backlog() <= allowed) {
-    next();
-    return;
-  }
-  // Polled: the subscriber's writer runs on its own strand. 1 ms, then backing off to 32 ms
-  // for a reader that is really slow (its stalled write times out and unsubscribes it).
-  auto timer = std::make_shared<net::steady_timer>(strand_, pause);
-  timer->async_wait([self = shared_from_this(), timer, sub, allowed, next = std::move(next), pause](const boost::system::error_code&) mutable {
-    if (self->closed_ || !self->is_subscribed(sub)) return;
-    self->when_taken(sub, allowed, std::move(next), std::min(pause * 2, std::chrono::milliseconds(32)));
+void session_channel::after_drained(const subscription_ptr& s) {
+  s->sub->when_drained([self = shared_from_this(), s] {
+    net::post(self->strand_, [self, s] { self->catch_up(s); });
   });
-}
-
-bool session_channel::is_subscribed(const std::shared_ptr<subscriber>& sub) const {
-  return std::any_of(subscribers_.begin(), subscribers_.end(), [&](const subscription& s) { return s.sub == sub; });
-}
-
-std::int64_t session_channel::memory_oldest() const {
-  const std::int64_t ring = ring_.size() ? ring_.oldest_id() : 0;
-  const std::int64_t tail = unsegmented_.empty() ? 0 : unsegmented_.front()->id;
-  if (!ring || !tail) return ring ? ring : tail;
-  return std::min(ring, tail);
-}
-
-bool session_channel::memory_holds_all_after(std::int64_t after_id) const {
-  // Both the ring and the unsegmented tail end at the last committed frame.
-  const std::int64_t oldest = memory_oldest();
-  return after_id >= committed_id_ || (oldest && oldest <= after_id + 1);
-}
-
-std::vector<frame_ptr> session_channel::memory_after(std::int64_t after_id) const {
-  if (unsegmented_.empty() || (ring_.size() && ring_.oldest_id() <= unsegmented_.front()->id)) return ring_.after(after_id);
-  // Ids are consecutive in the tail, so the start is computed, not searched.
-  const std::int64_t skip = after_id + 1 - unsegmented_.front()->id;
-  const std::size_t start = skip > 0 ? static_cast<std::size_t>(skip) : 0;
-  if (start >= unsegmented_.size()) return {};
-  return {unsegmented_.begin() + static_cast<std::ptrdiff_t>(start), unsegmented_.end()};
 }
 
 net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t after_id, std::size_t limit) {
   std::vector<frame_ptr> out;
-  if (!memory_holds_all_after(after_id)) {
+  if (!memory_.holds_all_after(after_id, committed_id_)) {
     // The log first, up to what memory holds (retention may have cut the log's start).
-    const std::int64_t upto = memory_oldest() ? memory_oldest() - 1 : committed_id_;
+    const std::int64_t upto = memory_.oldest() ? memory_.oldest() - 1 : committed_id_;
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
     auto stored = co_await store_.async_read(std::move(read), net::use_awaitable);
     out = frames_of(std::move(stored));
   }
   const std::int64_t last = out.empty() ? after_id : out.back()->id;
-  if (out.size() < limit && memory_holds_all_after(last))
-    for (auto& f : memory_after(last)) {
-      if (out.size() >= limit) break;
-      out.push_back(std::move(f));
-    }
+  if (out.size() < limit && memory_.holds_all_after(last, committed_id_))
+    for (auto& f : memory_.after(last, limit - out.size())) out.push_back(std::move(f));
   co_return out;
 }
 
@@ -383,14 +346,18 @@ std::int64_t session_channel::oldest_held() const {
 }
 
 void session_channel::unsubscribe(const subscriber* sub) {
-  std::erase_if(subscribers_, [sub](const subscription& s) { return s.sub.get() == sub; });
+  std::erase_if(subscribers_, [sub](const subscription_ptr& s) {
+    if (s->sub.get() != sub) return false;
+    s->gone = true;
+    return true;
+  });
   release_ring_if_idle();
 }
 
 void session_channel::release_ring_if_idle() {
   // An idle session keeps no frames in memory: a later resume reads the log instead.
   // (Thousands of finished sessions would otherwise each hold a full ring.)
-  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_ && unsegmented_.empty()) ring_.clear();
+  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_ && memory_.unsegmented().empty()) memory_.release_ring();
 }
 
 void session_channel::set_live_run(std::shared_ptr<run> r) {
@@ -413,19 +380,22 @@ void session_channel::close() {
 void session_channel::close_now() {
   closed_ = true;
   pending_.clear();
-  unsegmented_.clear();
+  memory_.clear();
   claim_->release();
   segment_timer_.cancel();
   auto subs = std::move(subscribers_);
   subscribers_.clear();
-  for (auto& s : subs) s.sub->close(subscriber::close_reason::session_deleted);
+  for (auto& s : subs) {
+    s->gone = true;
+    s->sub->close(subscriber::close_reason::session_deleted);
+  }
   wake(commit_waiters_);
   wake(watermark_waiters_);
 }
 
 void session_channel::close_subscribers() {
   // Subscribers that finish with their run stay subscribed and end by themselves.
-  for (auto& s : subscribers_) s.sub->close(subscriber::close_reason::draining);
+  for (auto& s : subscribers_) s->sub->close(subscriber::close_reason::draining);
 }
 
 void session_channel::publish_snapshot() {

@@ -16,8 +16,14 @@
 // (sequential writes) and kept in memory as the unsegmented tail; once that tail
 // holds `segment_frames` events, the run ends, or its oldest frame is
 // `segment_age` old, the tail and the batch go into one segment row of the
-// session's own log. Memory (ring + unsegmented tail) and segments together
-// always cover every committed event that retention kept.
+// session's own log. Memory (ring + unsegmented tail, event_memory) and segments
+// together always cover every committed event that retention kept.
+//
+// Subscribers are cursors (subscriber.hpp): each subscription remembers the last
+// id handed to it. A live one gets each committed batch; one whose backlog is over
+// `subscriber_backlog` stops getting them and, each time its backlog has drained,
+// is handed the next page from memory or the log, until it has caught up and
+// rejoins live. A slow reader costs one page of memory and never slows the run.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -34,7 +40,7 @@
 #include <vector>
 
 #include "core/events/event_appender.hpp"
-#include "core/events/event_buffer.hpp"
+#include "core/events/event_memory.hpp"
 #include "core/events/journal_claims.hpp"
 #include "core/events/subscriber.hpp"
 #include "core/io_executor.hpp"
@@ -68,7 +74,8 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   struct options {
     std::size_t ring_size = 100;
     std::size_t high_watermark = 4096;  // uncommitted events before the run waits
-    std::size_t replay_page = 256;      // events per log read during a replay
+    std::size_t replay_page = 256;      // events per page handed to a subscriber that catches up
+    std::size_t subscriber_backlog = 8192;  // a subscriber's untaken frames past which it catches up instead
     std::size_t retention = 0;          // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;        // events per commit (and per delivery)
     std::size_t segment_frames = 64;    // journaled events that make a segment
@@ -129,23 +136,27 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   snapshot_view snapshot() const;
 
  private:
+  // One subscriber and where it is in the sequence.
+  struct subscription {
+    std::shared_ptr<subscriber> sub;
+    std::int64_t cursor = 0;  // the last id handed to it
+    bool live = false;        // takes each batch as it commits
+    bool gone = false;        // unsubscribed or closed: pending steps stop
+    std::function<void(const replay_info&)> on_replay;  // set until its first step announced the replay
+  };
+  using subscription_ptr = std::shared_ptr<subscription>;
+
   void flush();
   void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error, bool as_segment);
   void arm_segment_timer();
   void deliver_live(const std::vector<frame_ptr>& frames);
-  void continue_replay(std::shared_ptr<subscriber> sub, std::int64_t after_id, replay_info info,
-                       std::function<void(const replay_info&)> on_replay);
-  void finish_replay(const std::shared_ptr<subscriber>& sub, std::int64_t last_sent);
-  bool is_subscribed(const std::shared_ptr<subscriber>& sub) const;
-  // Calls `next` on the strand once `sub` has no more than `allowed` frames untaken (never
-  // if the channel closes or the subscriber leaves first).
-  void when_taken(const std::shared_ptr<subscriber>& sub, std::size_t allowed, std::function<void()> next,
-                  std::chrono::milliseconds pause = std::chrono::milliseconds(1));
+  // Hands `s` the next page after its cursor, from memory or (async) the log.
+  void catch_up(const subscription_ptr& s);
+  void read_log_page(const subscription_ptr& s);
+  void on_log_page(const subscription_ptr& s, std::int64_t log_oldest, std::vector<frame_ptr> frames);
+  // catch_up(s) once what `s` was handed so far is taken.
+  void after_drained(const subscription_ptr& s);
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
-  // What memory holds: the ring and the unsegmented tail, both suffixes of the committed events.
-  std::int64_t memory_oldest() const;  // 0 when nothing
-  bool memory_holds_all_after(std::int64_t after_id) const;
-  std::vector<frame_ptr> memory_after(std::int64_t after_id) const;
   std::int64_t oldest_held() const;
   void publish_snapshot();
   void close_now();
@@ -165,16 +176,11 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   bool in_flight_ = false;
   bool closed_ = false;
   bool deleting_ = false;  // closing once the live run's done is delivered
-  event_buffer ring_;
+  event_memory memory_;
   std::shared_ptr<journal_claims::claim> claim_;  // the journal rows only this session's tail needs
-  std::vector<frame_ptr> unsegmented_;  // committed to the journal only, in id order
   bool segment_due_ = false;            // the tail is old enough: write it as a segment next
   boost::asio::steady_timer segment_timer_;
-  struct subscription {
-    std::shared_ptr<subscriber> sub;
-    bool catching_up = false;  // replaying from the log: live frames come from the ring afterwards
-  };
-  std::vector<subscription> subscribers_;
+  std::vector<subscription_ptr> subscribers_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;
   std::shared_ptr<run> run_;

@@ -69,7 +69,6 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   sse_stream::options opts;
   opts.heartbeat = to_duration(app.config.sse_heartbeat_interval);
   opts.write_timeout = to_duration(app.config.write_timeout);
-  opts.max_queued = app.config.sse_subscriber_queue;
 
   auto decide = [channel, plan, opts, executor, &stats = app.stats]() mutable -> awaitable<subscription> {
     subscription out;

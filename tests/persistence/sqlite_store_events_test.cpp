@@ -103,15 +103,17 @@ TEST_CASE("sqlite_store_events: a session's last_event_id is its newest segment'
   for (const auto& e : store->events_after("s", 0, 100)) CHECK(e.frame == frame_text(e.id));
 }
 
-TEST_CASE("sqlite_store_events: trim_events deletes whole batches below the cut only") {
+// Retention is exact: the batch the cut goes through keeps only its frames from the cut on,
+// so a resume older than the cut sees the gap at once (not after later segments).
+TEST_CASE("sqlite_store_events: trim_events keeps exactly the events from the cut on") {
   struct row {
     std::int64_t keep_from;
     std::int64_t oldest;  // 0: none held
     std::vector<std::int64_t> held;
   };
   const row rows[] = {
-      {0, 1, range(1, 12)},  {1, 1, range(1, 12)},  {3, 1, range(1, 12)},   {4, 4, range(4, 12)},  {5, 5, range(5, 12)},
-      {7, 5, range(5, 12)},  {9, 5, range(5, 12)},  {10, 10, range(10, 12)}, {12, 10, range(10, 12)}, {13, 0, {}},
+      {0, 1, range(1, 12)},  {1, 1, range(1, 12)},  {3, 3, range(3, 12)},   {4, 4, range(4, 12)},  {5, 5, range(5, 12)},
+      {7, 7, range(7, 12)},  {9, 9, range(9, 12)},  {10, 10, range(10, 12)}, {12, 12, range(12, 12)}, {13, 0, {}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.keep_from);
@@ -120,9 +122,10 @@ TEST_CASE("sqlite_store_events: trim_events deletes whole batches below the cut 
     store->trim_events("s", r.keep_from);
     CHECK(store->oldest_event_id("s") == r.oldest);
     CHECK(ids_of(store->events_after("s", 0, 100)) == r.held);
-    // The batch holding the cut is kept, so every id >= keep_from survives.
+    // Every id >= keep_from survives, with its exact frame.
     for (std::int64_t id = std::max<std::int64_t>(r.keep_from, 1); id <= 12; ++id)
       CHECK(std::find(r.held.begin(), r.held.end(), id) != r.held.end());
+    for (const auto& e : store->events_after("s", 0, 100)) CHECK(e.frame == frame_text(e.id));
     CHECK(store->find_session("s")->last_event_id == 12);  // trimming does not move the sequence
     CHECK(store->oldest_event_id("other") == 1);
   }

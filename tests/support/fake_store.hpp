@@ -392,8 +392,15 @@ class fake_connection final : public core::store_connection {
   }
   void trim_events(std::string_view session_id, std::int64_t keep_from_id) override {
     write("trim_events", [&](fake_data& d) {
-      if (auto it = d.event_batches.find(session_id); it != d.event_batches.end())
+      if (auto it = d.event_batches.find(session_id); it != d.event_batches.end()) {
         std::erase_if(it->second, [&](const auto& b) { return b.last_id < keep_from_id; });
+        // Like SQLite: the row the cut goes through keeps its frames from the cut on.
+        for (auto& b : it->second)
+          if (b.first_id < keep_from_id) {
+            b.frames = core::encode_log_suffix(b.frames, b.first_id, keep_from_id);
+            b.first_id = keep_from_id;
+          }
+      }
     });
   }
 
