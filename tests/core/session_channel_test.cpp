@@ -625,3 +625,91 @@ TEST_CASE("session_channel: read_after serves memory, the log, or both, up to a 
     CHECK((log_reads_of(fx.db) > 0) == r.reads_log);
   }
 }
+
+namespace {
+
+// A subscriber that takes nothing until told to: its backlog is everything delivered
+// since the last take(), and when_drained() waits for the next take().
+class slow_reader final : public subscriber {
+ public:
+  void deliver(const frame_batch& frames) override {
+    for (const auto& f : frames->frames) held_.push_back(f->id);
+    max_held = std::max(max_held, held_.size());
+  }
+  std::size_t backlog() const override { return held_.size(); }
+  void when_drained(std::function<void()> drained) override {
+    if (held_.empty()) return drained();
+    drained_ = std::move(drained);
+  }
+  void close(close_reason) override { closed = true; }
+  // Takes what is held, like a socket write completing; true when the channel was waiting.
+  bool take() {
+    ids.insert(ids.end(), held_.begin(), held_.end());
+    held_.clear();
+    if (!drained_) return false;
+    std::exchange(drained_, nullptr)();
+    return true;
+  }
+
+  std::vector<std::int64_t> ids;
+  std::size_t max_held = 0;
+  bool closed = false;
+
+ private:
+  std::vector<std::int64_t> held_;
+  std::function<void()> drained_;
+};
+
+}  // namespace
+
+TEST_CASE("session_channel: a subscriber over its backlog bound catches up page by page, from memory and the log") {
+  fixture fx({.ring_size = 8, .replay_page = 16, .subscriber_backlog = 32, .segment_frames = 4});
+  auto slow = std::make_shared<slow_reader>();
+  auto fast = fx.subscribe(0);
+  fx.on_strand([&] { fx.channel->subscribe(slow, 0); });
+  fx.run();
+  // 500 events while the slow one takes nothing: it stops receiving past its bound ...
+  fx.on_strand([&] {
+    for (int i = 0; i < 500; ++i) fx.channel->publish("run-1", "token", token(i + 1));
+  });
+  fx.run();
+  CHECK(fast->ids == range(1, 500));
+  CHECK(fx.stats.sse_subscribers_behind == 1);
+  CHECK(slow->max_held <= 32 + 256);  // the bound, plus the batch that crossed it
+  // ... and each time it has taken what it holds, it gets the next page, at most a page.
+  int pages = 0;
+  slow->max_held = 0;
+  while (slow->take()) {
+    fx.run();
+    ++pages;
+    REQUIRE(pages < 1000);
+  }
+  CHECK(slow->ids == range(1, 500));
+  CHECK(slow->max_held <= 16);
+  CHECK(pages > 500 / 16 - 20);  // paged from the log, not handed the backlog at once
+  CHECK(log_reads_of(fx.db) > 0);
+  // Caught up, it is live again: the next events reach it as they commit.
+  fx.on_strand([&] { fx.channel->publish("run-1", "token", token(501)); });
+  fx.run();
+  slow->take();
+  CHECK(slow->ids == range(1, 501));
+  CHECK(fast->ids == range(1, 501));
+  CHECK_FALSE(slow->closed);
+}
+
+TEST_CASE("session_channel: a lagging subscriber that leaves stops its catch-up") {
+  fixture fx({.ring_size = 4, .replay_page = 8, .subscriber_backlog = 8, .segment_frames = 4});
+  fx.publish_one_by_one(40);
+  auto slow = std::make_shared<slow_reader>();
+  fx.on_strand([&] { fx.channel->subscribe(slow, 0); });
+  fx.run();
+  CHECK(slow->backlog() == 8);  // the first page from the log
+  const int reads = log_reads_of(fx.db);
+  fx.on_strand([&] { fx.channel->unsubscribe(slow.get()); });
+  fx.run();
+  slow->take();
+  fx.run();
+  CHECK(log_reads_of(fx.db) == reads);
+  CHECK(slow->ids == range(1, 8));
+  CHECK(fx.channel->subscriber_count() == 0);
+}
