@@ -2,8 +2,9 @@
 // Delivers the webhook outbox: a loop on its own strand picks pending
 // deliveries that are due (at most webhook_concurrency in flight), sends each
 // with outbound_http, records the attempt and the delivery's next state in one
-// write (storage is core::webhook_service's), and sleeps until the next one is due or it is woken (a run wrote an
-// outbox row, a redelivery, an attempt finished). Everything it knows lives in
+// write (through core::webhook_service, which owns the outbox's storage), and
+// sleeps until the next one is due or it is woken (a run wrote an outbox row, a
+// redelivery, an attempt finished). Everything it knows lives in
 // the database, so a restart resumes where the last process stopped
 // (at-least-once: an attempt cut by a crash is sent again).
 #include <boost/asio/any_io_executor.hpp>
