@@ -2,24 +2,6 @@
 
 namespace agw::core {
 
-int http_status(error_code code) {
-  switch (code) {
-    case error_code::bad_request: return 400;
-    case error_code::unauthorized: return 401;
-    case error_code::not_found: return 404;
-    case error_code::method_not_allowed: return 405;
-    case error_code::run_in_progress: return 409;
-    case error_code::payload_too_large: return 413;
-    case error_code::unsupported_media_type: return 415;
-    case error_code::idempotency_mismatch: return 422;
-    case error_code::delivery_pending: return 409;
-    case error_code::too_many_requests: return 429;
-    case error_code::internal: return 500;
-    case error_code::unavailable: return 503;
-  }
-  return 500;
-}
-
 const char* code_name(error_code code) {
   switch (code) {
     case error_code::bad_request: return "bad_request";
@@ -36,12 +18,6 @@ const char* code_name(error_code code) {
     case error_code::unavailable: return "unavailable";
   }
   return "internal";
-}
-
-boost::json::object api_error::body() const {
-  boost::json::object error{{"code", code_name(code_)}, {"message", what()}};
-  for (const auto& [k, v] : extra_) error[k] = v;
-  return {{"error", std::move(error)}};
 }
 
 }  // namespace agw::core

@@ -1,7 +1,10 @@
 #pragma once
-// The contract's error taxonomy. Handlers throw api_error for anything a client
-// caused; the HTTP layer turns it into the status and
-// {"error":{"code","message"}} body. Extra fields (run_id, stream_url) ride along.
+// The contract's error taxonomy, as the domain sees it: services (and the request
+// validation in core) throw api_error for anything a client caused. Which HTTP
+// status each code becomes, and the {"error":{"code","message"}} body, belong to
+// the gateway (gateway/error_status.hpp). Extra fields (run_id, stream_url) ride along.
+// The class keeps its name (not domain_error): a rename would touch frozen code
+// (core/agents, core/session_request) and their tests for no change in behaviour.
 #include <boost/json/object.hpp>
 #include <stdexcept>
 #include <string>
@@ -17,13 +20,13 @@ enum class error_code {
   payload_too_large,
   unsupported_media_type,
   idempotency_mismatch,
-  delivery_pending,  // 409: a redelivery of a webhook that is still pending
+  delivery_pending,  // a redelivery of a webhook that is still pending
   too_many_requests,
   internal,
   unavailable,
 };
 
-int http_status(error_code code);
+// The contract's code string ("not_found", ...).
 const char* code_name(error_code code);
 
 class api_error : public std::runtime_error {
@@ -31,9 +34,8 @@ class api_error : public std::runtime_error {
   api_error(error_code code, std::string message, boost::json::object extra = {})
       : std::runtime_error(std::move(message)), code_(code), extra_(std::move(extra)) {}
   error_code code() const { return code_; }
+  // Fields the error body carries besides code and message.
   const boost::json::object& extra() const { return extra_; }
-  // {"error": {"code": ..., "message": ..., <extra>}}
-  boost::json::object body() const;
 
  private:
   error_code code_;

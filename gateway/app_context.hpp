@@ -1,16 +1,22 @@
 #pragma once
 // Everything request handlers share. Built once by the server before it
 // accepts; members are thread-safe or immutable, so every strand may use them.
+// Handlers reach storage and the sessions' live state only through the core
+// services (core/services/): the use cases live there, the handlers translate HTTP.
 #include <atomic>
 
 #include "core/metrics.hpp"
 #include "core/settings.hpp"
-#include "core/store_executor.hpp"
 #include "gateway/router.hpp"
 
 namespace agw::core {
-class session_hub;
-}
+class event_service;
+class health_service;
+class message_service;
+class run_service;
+class session_service;
+class webhook_service;
+}  // namespace agw::core
 
 namespace agw::gateway {
 
@@ -18,10 +24,14 @@ class webhook_dispatcher;
 
 struct app_context {
   const core::settings& config;
-  core::store_executor& store;
   core::metrics& stats;
-  core::session_hub& hub;
-  router routes;
+  core::session_service& sessions;
+  core::run_service& runs;
+  core::message_service& messages;
+  core::event_service& events;
+  core::webhook_service& deliveries;  // the webhook outbox's records
+  core::health_service& health;
+  router routes{};
   std::atomic<bool> draining{false};
   webhook_dispatcher* webhooks = nullptr;  // set by the server; delivers the callback outbox
 };

@@ -2,6 +2,8 @@
 
 #include <boost/json/serialize.hpp>
 
+#include "gateway/error_status.hpp"
+
 namespace agw::gateway {
 
 response json_response(http::status status, const boost::json::value& body, unsigned version) {
@@ -14,7 +16,7 @@ response json_response(http::status status, const boost::json::value& body, unsi
 }
 
 response error_response(const core::api_error& error, unsigned version) {
-  return json_response(static_cast<http::status>(core::http_status(error.code())), error.body(), version);
+  return json_response(http_status(error.code()), error_body(error), version);
 }
 
 response empty_response(http::status status, unsigned version) {

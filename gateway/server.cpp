@@ -15,8 +15,14 @@ server::server(const core::settings& config, core::store_executor& store, core::
       tools_(core::make_builtin_tools()),
       tool_runner_(tools_, 2, config.tool_timeout),
       hub_(ioc_.get_executor(), store, claims, stats_, config, tool_runner_),
-      webhooks_(ioc_.get_executor(), store, config, stats_),
-      app_{config, store, stats_, hub_, {}, {}, &webhooks_},
+      sessions_(store, hub_),
+      messages_(store, sessions_),
+      events_(sessions_, hub_),
+      deliveries_(store, sessions_),
+      health_(store),
+      webhooks_(ioc_.get_executor(), deliveries_, config, stats_),
+      runs_(store, hub_, sessions_, stats_, [this] { webhooks_.wake(); }),
+      app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_},
       signals_(ioc_, SIGINT, SIGTERM) {
   register_routes(app_);
   boost::system::error_code ec;

@@ -9,6 +9,12 @@
 #include <vector>
 
 #include "core/metrics.hpp"
+#include "core/services/event_service.hpp"
+#include "core/services/health_service.hpp"
+#include "core/services/message_service.hpp"
+#include "core/services/run_service.hpp"
+#include "core/services/session_service.hpp"
+#include "core/services/webhook_service.hpp"
 #include "core/session_hub.hpp"
 #include "core/settings.hpp"
 #include "core/tools/tool_runner.hpp"
@@ -37,7 +43,14 @@ class server {
   core::tool_registry tools_;
   core::tool_runner tool_runner_;
   core::session_hub hub_;
+  // The use cases the handlers call (they hold the store; the gateway never does).
+  core::session_service sessions_;
+  core::message_service messages_;
+  core::event_service events_;
+  core::webhook_service deliveries_;
+  core::health_service health_;
   webhook_dispatcher webhooks_;
+  core::run_service runs_;  // after the dispatcher: a run's outbox row wakes it
   app_context app_;
   std::unique_ptr<listener> listener_;
   net::signal_set signals_;

@@ -1,5 +1,6 @@
-#include <boost/asio/use_awaitable.hpp>
-
+// GET /healthz, /readyz, /metrics.
+#include "core/api_error.hpp"
+#include "core/services/health_service.hpp"
 #include "gateway/api/handlers.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/json_response.hpp"
@@ -12,14 +13,13 @@ awaitable<handler_result> healthz(request_context& ctx) {
 
 awaitable<handler_result> readyz(request_context& ctx) {
   if (ctx.app.draining) throw core::api_error(core::error_code::unavailable, "draining");
-  // An empty write batch proves the writer thread is alive and can take the write lock.
-  auto nothing = [](core::store_connection&) {};
-  co_await ctx.app.store.async_write(nothing, net::use_awaitable);
+  auto checking = ctx.app.health.check_writable();
+  co_await std::move(checking);
   co_return json_response(http::status::ok, {{"status", "ready"}}, ctx.req.version());
 }
 
 awaitable<handler_result> metrics_text(request_context& ctx) {
-  ctx.app.stats.store_rejected = ctx.app.store.rejected();
+  ctx.app.stats.store_rejected = ctx.app.health.rejected_jobs();
   response res{http::status::ok, ctx.req.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   res.body() = ctx.app.stats.render();

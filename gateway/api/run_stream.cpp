@@ -12,8 +12,7 @@
 #include "core/api_error.hpp"
 #include "core/events/sse_format.hpp"
 #include "core/runs/run.hpp"
-#include "core/session_hub.hpp"
-#include "gateway/api/lookup.hpp"
+#include "core/services/event_service.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/http_connection.hpp"
 #include "gateway/sse_stream.hpp"
@@ -60,6 +59,37 @@ std::int64_t parse_cursor(std::string_view text) {
   if (ec != std::errc{} || end != text.data() + text.size() || n < 0)
     throw api_error(error_code::bad_request, "Last-Event-ID must be a non-negative integer");
   return n;
+}
+
+// Writes the response head and hands the socket to the subscribed stream.
+void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel>& channel, const std::string& session_id,
+               const subscription& sub) {
+  auto& app = ctx.app;
+  http::response<http::empty_body> head{http::status::ok, ctx.req.version()};
+  head.set(http::field::content_type, "text/event-stream");
+  head.set(http::field::cache_control, "no-cache");
+  head.set("X-Accel-Buffering", "no");
+  head.set(http::field::content_location, "/sessions/" + session_id + "/events");
+  if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
+  // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
+  const bool chunked = ctx.req.version() >= 11;
+  if (chunked) head.chunked(true);
+  head.keep_alive(chunked && ctx.req.keep_alive());
+
+  // The stream takes the socket over: this request's coroutine ends here, and with it
+  // the connection's (an idle follower then costs only the stream). When the stream
+  // ends it leaves the channel, and a cleanly ended one may serve the next request.
+  std::string pending(static_cast<const char*>(ctx.buffer.data().data()), ctx.buffer.size());
+  auto on_end = [channel, &app, keep_alive = head.keep_alive(), pending = std::move(pending)](
+                    const std::shared_ptr<sse_stream>& stream, sse_stream::end_reason, net::ip::tcp::socket socket,
+                    bool reusable) mutable {
+    net::post(channel->strand(), [channel, stream] { channel->unsubscribe(stream.get()); });
+    if (reusable && keep_alive && !app.draining) start_connection(std::move(socket), app, std::move(pending), /*counted=*/true);
+    else close_connection(socket, app);
+  };
+  ctx.stream_taken = true;
+  sub.stream->start(ctx.stream.release_socket(), header_text(head), core::retry_line(app.config.sse_retry_interval), chunked,
+                    std::move(on_end));
 }
 
 awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core::session_channel> channel,
@@ -118,32 +148,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   if (sub.cursor_beyond)
     throw api_error(error_code::bad_request,
                     "Last-Event-ID is beyond the session's last event id " + std::to_string(sub.last_event_id));
-
-  http::response<http::empty_body> head{http::status::ok, ctx.req.version()};
-  head.set(http::field::content_type, "text/event-stream");
-  head.set(http::field::cache_control, "no-cache");
-  head.set("X-Accel-Buffering", "no");
-  head.set(http::field::content_location, "/sessions/" + session_id + "/events");
-  if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
-  // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
-  const bool chunked = ctx.req.version() >= 11;
-  if (chunked) head.chunked(true);
-  head.keep_alive(chunked && ctx.req.keep_alive());
-
-  // The stream takes the socket over: this request's coroutine ends here, and with it
-  // the connection's (an idle follower then costs only the stream). When the stream
-  // ends it leaves the channel, and a cleanly ended one may serve the next request.
-  std::string pending(static_cast<const char*>(ctx.buffer.data().data()), ctx.buffer.size());
-  auto on_end = [channel, &app, keep_alive = head.keep_alive(), pending = std::move(pending)](
-                    const std::shared_ptr<sse_stream>& stream, sse_stream::end_reason, net::ip::tcp::socket socket,
-                    bool reusable) mutable {
-    net::post(channel->strand(), [channel, stream] { channel->unsubscribe(stream.get()); });
-    if (reusable && keep_alive && !app.draining) start_connection(std::move(socket), app, std::move(pending), /*counted=*/true);
-    else close_connection(socket, app);
-  };
-  ctx.stream_taken = true;
-  sub.stream->start(ctx.stream.release_socket(), header_text(head), core::retry_line(app.config.sse_retry_interval), chunked,
-                    std::move(on_end));
+  hand_over(ctx, channel, session_id, sub);
   co_return std::nullopt;
 }
 
@@ -158,21 +163,15 @@ awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core:
   co_return co_await open_stream(ctx, std::move(channel), session_id, plan);
 }
 
-awaitable<handler_result> attach_run_stream(request_context& ctx, const core::session_record& session, const std::string& run_id,
-                                            std::int64_t first_event_after) {
-  auto channel = ctx.app.hub.channel(session.id, session.last_event_id);
-  co_return co_await stream_run(ctx, channel, session.id, run_id, first_event_after);
-}
-
 awaitable<handler_result> resume_run_stream(request_context& ctx) {
   auto cursor = parse_cursor(ctx.req["Last-Event-ID"]);
-  auto session = co_await find_session_or_404(ctx.app, ctx.param(0));
-  auto channel = ctx.app.hub.channel(session.id, session.last_event_id);
+  auto finding = ctx.app.events.channel(ctx.param(0));
+  auto channel = co_await std::move(finding);
   stream_plan plan;
   plan.cursor = cursor;
   plan.announce = true;
   plan.ending = stream_plan::end::after_replay_or_live_run;
-  co_return co_await open_stream(ctx, channel, session.id, plan);
+  co_return co_await open_stream(ctx, channel, channel->session_id(), plan);
 }
 
 awaitable<handler_result> follow_session_stream(request_context& ctx) {
@@ -180,13 +179,13 @@ awaitable<handler_result> follow_session_stream(request_context& ctx) {
   if (auto it = ctx.req.find("Last-Event-ID"); it != ctx.req.end()) cursor = parse_cursor(it->value());
   for (const auto& [k, v] : ctx.query)
     if (k == "last_event_id" && !cursor) cursor = parse_cursor(v);
-  auto session = co_await find_session_or_404(ctx.app, ctx.param(0));
-  auto channel = ctx.app.hub.channel(session.id, session.last_event_id);
+  auto finding = ctx.app.events.channel(ctx.param(0));
+  auto channel = co_await std::move(finding);
   stream_plan plan;
   plan.cursor = cursor;
   plan.announce = cursor.has_value();
   plan.ending = stream_plan::end::never;
-  co_return co_await open_stream(ctx, channel, session.id, plan);
+  co_return co_await open_stream(ctx, channel, channel->session_id(), plan);
 }
 
 }  // namespace agw::gateway::api

@@ -8,18 +8,14 @@
 #include <string>
 
 #include "core/runs/session_channel.hpp"
-#include "core/session.hpp"
 #include "gateway/router.hpp"
 
 namespace agw::gateway::api {
 
-// The stream of run `run_id` from the event after `after_id` to its done.
+// The stream of run `run_id` from the event after `after_id` to its done: a new run's,
+// or (an Idempotency-Key retry) that run's events from its start, replayed if it ended.
 awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core::session_channel> channel,
                                      const std::string& session_id, const std::string& run_id, std::int64_t after_id);
-
-// An Idempotency-Key retry: that run's events from its start (replayed if it ended).
-awaitable<handler_result> attach_run_stream(request_context& ctx, const core::session_record& session, const std::string& run_id,
-                                            std::int64_t first_event_after);
 
 // POST /messages with Last-Event-ID: replay after N, then the live run to its done (or end).
 awaitable<handler_result> resume_run_stream(request_context& ctx);

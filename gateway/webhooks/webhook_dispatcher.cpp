@@ -28,10 +28,10 @@ constexpr std::int64_t store_retry_ms = 1000;
 
 }  // namespace
 
-webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::store_executor& store, const core::settings& config,
+webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::webhook_service& deliveries, const core::settings& config,
                                        core::metrics& stats)
     : strand_(net::make_strand(executor)),
-      store_(store),
+      deliveries_(deliveries),
       config_(config),
       stats_(stats),
       policy_(config.webhook_allow_private, config.webhook_allowlist),
@@ -72,8 +72,8 @@ net::awaitable<void> webhook_dispatcher::loop() {
       if (room > 0) {
         // Ask for enough rows to fill the free slots even when some of them are already in flight.
         const std::size_t limit = room + in_flight_.size();
-        auto pick = [now, limit](core::store_connection& c) { return c.due_webhook_deliveries(now, limit); };
-        auto due = co_await store_.async_read(std::move(pick), net::use_awaitable);
+        auto picking = deliveries_.due(now, limit);
+        auto due = co_await std::move(picking);
         more_due = due.size() == limit;
         for (auto& d : due) {
           if (stopped_ || in_flight_.size() >= config_.webhook_concurrency) break;
@@ -88,8 +88,8 @@ net::awaitable<void> webhook_dispatcher::loop() {
         wait_ms = in_flight_.size() < config_.webhook_concurrency ? 0 : idle_poll_ms;
       } else {
         // Every due row is in flight: sleep until the next one falls due.
-        auto next_due = [now](core::store_connection& c) { return c.next_webhook_due_ms(now); };
-        auto next = co_await store_.async_read(std::move(next_due), net::use_awaitable);
+        auto asking = deliveries_.next_due_ms(now);
+        auto next = co_await std::move(asking);
         if (next) wait_ms = std::clamp<std::int64_t>(*next - core::now_ms(), 0, idle_poll_ms);
       }
     } catch (const std::exception& e) {
@@ -132,10 +132,10 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
   spdlog::info("webhook {} to {}: attempt {} -> {} ({})", d.webhook_id, d.url, d.round_attempts + 1,
                result.status_code ? std::to_string(*result.status_code) : result.error, decision.status);
 
-  auto record = [outcome](core::store_connection& c) { return c.record_webhook_attempt(outcome); };
   std::exception_ptr failure;
   try {
-    co_await store_.async_write(std::move(record), net::use_awaitable);
+    auto recording = deliveries_.record_attempt(std::move(outcome));
+    co_await std::move(recording);
   } catch (...) {
     failure = std::current_exception();
   }

@@ -2,8 +2,9 @@
 // Delivers the webhook outbox: a loop on its own strand picks pending
 // deliveries that are due (at most webhook_concurrency in flight), sends each
 // with outbound_http, records the attempt and the delivery's next state in one
-// write, and sleeps until the next one is due or it is woken (a run wrote an
-// outbox row, a redelivery, an attempt finished). Everything it knows lives in
+// write (through core::webhook_service, which owns the outbox's storage), and
+// sleeps until the next one is due or it is woken (a run wrote an outbox row, a
+// redelivery, an attempt finished). Everything it knows lives in
 // the database, so a restart resumes where the last process stopped
 // (at-least-once: an attempt cut by a crash is sent again).
 #include <boost/asio/any_io_executor.hpp>
@@ -17,7 +18,7 @@
 
 #include "core/metrics.hpp"
 #include "core/settings.hpp"
-#include "core/store_executor.hpp"
+#include "core/services/webhook_service.hpp"
 #include "core/webhooks/address_policy.hpp"
 #include "gateway/webhooks/outbound_http.hpp"
 
@@ -25,7 +26,7 @@ namespace agw::gateway {
 
 class webhook_dispatcher {
  public:
-  webhook_dispatcher(boost::asio::any_io_executor executor, core::store_executor& store, const core::settings& config,
+  webhook_dispatcher(boost::asio::any_io_executor executor, core::webhook_service& deliveries, const core::settings& config,
                      core::metrics& stats);
 
   void start();
@@ -42,7 +43,7 @@ class webhook_dispatcher {
   void finished(const std::string& delivery_id);
 
   boost::asio::strand<boost::asio::any_io_executor> strand_;
-  core::store_executor& store_;
+  core::webhook_service& deliveries_;  // the outbox rows: due ones, next due time, attempts
   const core::settings& config_;
   core::metrics& stats_;
   core::address_policy policy_;

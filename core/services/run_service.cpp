@@ -1,0 +1,212 @@
+#include "core/services/run_service.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/api_error.hpp"
+#include "core/checkpoint.hpp"
+#include "core/content_hash.hpp"
+#include "core/ids.hpp"
+#include "core/projection.hpp"
+#include "core/runs/run.hpp"
+#include "core/runs/run_driver.hpp"
+#include "core/runs/session_channel.hpp"
+#include "core/services/session_service.hpp"
+#include "core/session_hub.hpp"
+#include "core/store_executor.hpp"
+#include "core/time_format.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+// What the user message's write job returns.
+struct run_service::started_run {
+  conversation_state conversation;
+  std::int64_t checkpoint_version = 0;
+  std::optional<idempotency_record> existing_key;  // a concurrent POST won the same key: nothing was stored
+};
+
+namespace {
+
+// Result of trying to reserve the session for a new run, on the channel's strand.
+struct reservation {
+  std::shared_ptr<run> created;  // set when this request owns the new run
+  std::string live_run_id;       // set when another run is live
+};
+
+net::awaitable<reservation> reserve(std::shared_ptr<session_channel> channel) {
+  auto claim = [channel, started = now_ms()]() -> net::awaitable<reservation> {
+    if (auto live = channel->live_run()) co_return reservation{nullptr, live->id()};
+    auto r = std::make_shared<run>(channel->strand(), new_uuid(), started, channel->last_assigned_id());
+    channel->set_live_run(r);
+    co_return reservation{r, ""};
+  };
+  auto claiming = net::co_spawn(channel->strand(), claim(), net::use_awaitable);
+  co_return co_await std::move(claiming);
+}
+
+// Nothing was stored for this request: give the session back.
+net::awaitable<void> release(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r) {
+  auto give_back = [channel, r]() -> net::awaitable<void> {
+    if (channel->live_run() == r) channel->set_live_run(nullptr);
+    co_return;
+  };
+  auto releasing = net::co_spawn(channel->strand(), give_back(), net::use_awaitable);
+  co_await std::move(releasing);
+}
+
+message_record user_message(const session_record& session, const std::string& content) {
+  message_record user;
+  user.id = new_uuid();
+  user.session_id = session.id;
+  user.role = "user";
+  user.content = content;
+  user.created_at_ms = now_ms();
+  return user;
+}
+
+}  // namespace
+
+run_service::run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats,
+                         std::function<void()> outbox_written)
+    : store_(store), hub_(hub), sessions_(sessions), stats_(stats), outbox_written_(std::move(outbox_written)) {}
+
+net::awaitable<run_start> run_service::start(session_record session, start_request request) {
+  const std::string hash = content_hash(request.content);
+  if (request.idempotency_key) {
+    auto finding = find_key(session.id, *request.idempotency_key);
+    auto found = co_await std::move(finding);
+    if (found && found->created_at_ms >= now_ms() - idempotency_ttl_ms) co_return attach(session, *found, hash);
+  }
+  auto channel = hub_.channel(session.id, session.last_event_id);
+  auto reserving = reserve(channel);
+  auto reserved = co_await std::move(reserving);
+  if (!reserved.created) {
+    auto resolving = resolve_conflict(session, request, hash, reserved.live_run_id);
+    co_return co_await std::move(resolving);
+  }
+  auto r = reserved.created;
+  auto persisting = persist_user_message(channel, r, session, request, hash);
+  auto started = co_await std::move(persisting);
+  if (started.existing_key) co_return attach(session, *started.existing_key, hash);
+  launch(channel, r, std::move(session), std::move(started), request.callback_url);
+  co_return run_start{channel, r->id(), r->events_before(), false};
+}
+
+net::awaitable<std::optional<std::string>> run_service::abort(std::string session_id) {
+  auto finding = sessions_.require(std::move(session_id));
+  auto session = co_await std::move(finding);
+  auto channel = hub_.find(session.id);
+  if (!channel) co_return std::nullopt;
+  auto request_abort = [channel]() -> net::awaitable<std::string> {
+    auto live = channel->live_run();
+    // A run whose end is already decided is as good as idle.
+    if (!live || !live->request_abort()) co_return std::string();
+    co_return live->id();
+  };
+  auto aborting = net::co_spawn(channel->strand(), request_abort(), net::use_awaitable);
+  auto run_id = co_await std::move(aborting);
+  if (run_id.empty()) co_return std::nullopt;
+  co_return run_id;
+}
+
+net::awaitable<std::optional<idempotency_record>> run_service::find_key(const std::string& session_id, const std::string& key) {
+  auto find = [session_id, key](store_connection& c) { return c.find_idempotency_key(session_id, key); };
+  co_return co_await store_.async_read(std::move(find), net::use_awaitable);
+}
+
+// The key's row, waiting briefly for a concurrent POST's user-message commit to land.
+net::awaitable<std::optional<idempotency_record>> run_service::wait_for_key(const std::string& session_id,
+                                                                            const std::string& key) {
+  net::steady_timer pause(co_await net::this_coro::executor);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto finding = find_key(session_id, key);
+    auto found = co_await std::move(finding);
+    if (found) co_return found;
+    pause.expires_after(std::chrono::milliseconds(10));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
+  co_return std::nullopt;
+}
+
+net::awaitable<run_start> run_service::resolve_conflict(const session_record& session, const start_request& request,
+                                                        const std::string& hash, const std::string& live_run_id) {
+  // A retry racing its original (same key, sent before the original's key row
+  // committed) attaches to it rather than meeting the 409.
+  if (request.idempotency_key) {
+    auto waiting = wait_for_key(session.id, *request.idempotency_key);
+    auto found = co_await std::move(waiting);
+    if (found) co_return attach(session, *found, hash);
+  }
+  boost::json::object where;
+  where["run_id"] = live_run_id;
+  where["stream_url"] = "/sessions/" + session.id + "/events";
+  throw api_error(error_code::run_in_progress, "a run is already live on this session", std::move(where));
+}
+
+// The user message is durable (checkpoint + projection + idempotency key) before any byte of the answer.
+net::awaitable<run_service::started_run> run_service::persist_user_message(const std::shared_ptr<session_channel>& channel,
+                                                                           const std::shared_ptr<run>& r,
+                                                                           const session_record& session,
+                                                                           const start_request& request,
+                                                                           const std::string& hash) {
+  auto persist = [session, user = user_message(session, request.content), run_id = r->id(), started = r->started_at_ms(),
+                  first = r->events_before(), key = request.idempotency_key, hash,
+                  callback_url = request.callback_url](store_connection& c) {
+    started_run out;
+    if (key) {
+      if (auto existing = c.find_idempotency_key(session.id, *key)) {
+        out.existing_key = existing;
+        return out;
+      }
+      c.purge_idempotency_keys(now_ms() - idempotency_ttl_ms);
+      c.insert_idempotency_key({session.id, *key, hash, run_id, first, now_ms()});
+    }
+    if (auto cp = c.latest_checkpoint(session.thread_id)) {
+      out.conversation = parse_checkpoint(cp->state, session.id);
+      out.checkpoint_version = cp->version;
+    }
+    out.conversation.messages.push_back(user);
+    out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
+    out.conversation.run = checkpoint_run{run_id, "running", user.id, started, std::nullopt, first, callback_url};
+    save_checkpoint(c, session, ++out.checkpoint_version, out.conversation, out.conversation.messages.size() - 1);
+    return out;
+  };
+  std::exception_ptr failure;
+  started_run started;
+  try {
+    started = co_await store_.async_write(std::move(persist), net::use_awaitable);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure || started.existing_key) {
+    auto releasing = release(channel, r);
+    co_await std::move(releasing);
+    if (failure) std::rethrow_exception(failure);
+  }
+  co_return started;
+}
+
+void run_service::launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r,
+                         session_record session, started_run started, std::optional<std::string> callback_url) {
+  auto agent_impl = hub_.agent_for(session);
+  run_request request{std::move(session), std::move(started.conversation), started.checkpoint_version,
+                      std::move(callback_url), outbox_written_};
+  auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
+  net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id()](std::exception_ptr e) {
+    if (e) spdlog::error("run {} ended by an unexpected exception", run_id);
+  });
+}
+
+run_start run_service::attach(const session_record& session, const idempotency_record& key, const std::string& hash) const {
+  if (key.content_hash != hash)
+    throw api_error(error_code::idempotency_mismatch, "this Idempotency-Key was used with different content");
+  return run_start{hub_.channel(session.id, session.last_event_id), key.run_id, key.first_event_id, true};
+}
+
+}  // namespace agw::core

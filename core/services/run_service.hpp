@@ -1,0 +1,81 @@
+#pragma once
+// The run use cases: starting a run (the Idempotency-Key lookup, reserving the
+// session on its channel's strand, the 409 when another run is live, the user
+// message's checkpoint write, then drive_run) and aborting the live run. Owns
+// the storage access of both (idempotency keys, the run-start checkpoint).
+//
+// Executor: every method is an awaitable on the caller's executor; the steps
+// that read or change a channel's live run hop to that channel's strand and
+// back. No mutable state of its own: any number of strands may use it at once.
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/session.hpp"
+#include "core/store_records.hpp"
+
+namespace agw::core {
+
+class run;
+class session_channel;
+class session_hub;
+class session_service;
+class store_executor;
+struct metrics;
+
+struct start_request {
+  std::string content;                         // validated: a non-blank string
+  std::optional<std::string> callback_url;     // checked by the caller (its address too)
+  std::optional<std::string> idempotency_key;  // validated: 1..255 printable ASCII
+};
+
+// Which run the caller's stream follows, and from where.
+struct run_start {
+  std::shared_ptr<session_channel> channel;
+  std::string run_id;
+  std::int64_t after_id = 0;  // the run's events are the ones after this id
+  bool attached = false;      // an Idempotency-Key retry: nothing was stored, the stream attaches
+};
+
+class run_service {
+ public:
+  // Keys are kept (and honoured) this long.
+  static constexpr std::int64_t idempotency_ttl_ms = 24 * 3600 * 1000;
+
+  // outbox_written: called (any thread) when a run's end wrote a webhook delivery row.
+  run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats,
+              std::function<void()> outbox_written);
+
+  // Starts a run of `session`'s agent with the user message, durable before it returns;
+  // or attaches to the run an earlier request with the same Idempotency-Key started.
+  // Throws api_error: run_in_progress (with run_id and stream_url), idempotency_mismatch.
+  boost::asio::awaitable<run_start> start(session_record session, start_request request);
+
+  // Asks the live run to stop at its next step: its id, or nullopt when nothing runs
+  // (or its end is already decided). api_error(not_found) for an unknown session.
+  boost::asio::awaitable<std::optional<std::string>> abort(std::string session_id);
+
+ private:
+  struct started_run;
+  boost::asio::awaitable<std::optional<idempotency_record>> find_key(const std::string& session_id, const std::string& key);
+  boost::asio::awaitable<std::optional<idempotency_record>> wait_for_key(const std::string& session_id, const std::string& key);
+  boost::asio::awaitable<run_start> resolve_conflict(const session_record& session, const start_request& request,
+                                                     const std::string& hash, const std::string& live_run_id);
+  boost::asio::awaitable<started_run> persist_user_message(const std::shared_ptr<session_channel>& channel,
+                                                           const std::shared_ptr<run>& r, const session_record& session,
+                                                           const start_request& request, const std::string& hash);
+  void launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
+              started_run started, std::optional<std::string> callback_url);
+  run_start attach(const session_record& session, const idempotency_record& key, const std::string& hash) const;
+
+  store_executor& store_;
+  session_hub& hub_;
+  session_service& sessions_;
+  metrics& stats_;
+  std::function<void()> outbox_written_;
+};
+
+}  // namespace agw::core

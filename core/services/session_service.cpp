@@ -1,0 +1,91 @@
+#include "core/services/session_service.hpp"
+
+#include <algorithm>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/api_error.hpp"
+#include "core/ids.hpp"
+#include "core/session_hub.hpp"
+#include "core/store_executor.hpp"
+#include "core/time_format.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+session_service::session_service(store_executor& store, session_hub& hub) : store_(store), hub_(hub) {}
+
+void session_service::check_id(const std::string& id) {
+  if (!is_uuid(id)) throw api_error(error_code::not_found, "no such session");
+}
+
+net::awaitable<session_view> session_service::create(boost::json::value body) {
+  auto s = parse_session_create(body);
+  s.id = new_uuid();
+  s.thread_id = new_uuid();
+  s.created_at_ms = s.updated_at_ms = now_ms();
+  auto insert = [s](store_connection& c) { c.insert_session(s); };
+  co_await store_.async_write(std::move(insert), net::use_awaitable);
+  // A new session has no channel yet: nothing live to merge.
+  co_return session_view{std::move(s), std::nullopt};
+}
+
+net::awaitable<session_list> session_service::list(session_filter filter) {
+  auto read = [filter](store_connection& c) { return c.list_sessions(filter); };
+  auto page = co_await store_.async_read(std::move(read), net::use_awaitable);
+  session_list out;
+  out.total = page.total;
+  out.sessions.reserve(page.sessions.size());
+  for (auto& s : page.sessions) out.sessions.push_back(with_live_state(std::move(s)));
+  co_return out;
+}
+
+net::awaitable<session_view> session_service::get(std::string id) {
+  auto finding = require(std::move(id));
+  auto s = co_await std::move(finding);
+  co_return with_live_state(std::move(s));
+}
+
+net::awaitable<session_view> session_service::patch(std::string id, boost::json::value body) {
+  check_id(id);
+  // Validate before touching storage, then apply to the current row inside the write
+  // transaction so concurrent PATCHes of different fields do not undo each other.
+  session_record probe;
+  apply_session_patch(body, probe);
+  auto apply = [id, body](store_connection& c) -> std::optional<session_record> {
+    auto s = c.find_session(id);
+    if (!s) return std::nullopt;
+    apply_session_patch(body, *s);
+    s->updated_at_ms = now_ms();
+    c.update_session(*s);
+    return s;
+  };
+  auto updated = co_await store_.async_write(std::move(apply), net::use_awaitable);
+  if (!updated) throw api_error(error_code::not_found, "no such session");
+  co_return with_live_state(std::move(*updated));
+}
+
+net::awaitable<void> session_service::remove(std::string id) {
+  check_id(id);
+  auto erase = [id](store_connection& c) { return c.delete_session(id); };
+  const bool deleted = co_await store_.async_write(std::move(erase), net::use_awaitable);
+  if (!deleted) throw api_error(error_code::not_found, "no such session");
+  // Rows first, then the live side: a run still going ends unstored, its followers are closed.
+  hub_.session_deleted(id);
+}
+
+net::awaitable<session_record> session_service::require(std::string id) {
+  check_id(id);
+  auto find = [id](store_connection& c) { return c.find_session(id); };
+  auto s = co_await store_.async_read(std::move(find), net::use_awaitable);
+  if (!s) throw api_error(error_code::not_found, "no such session");
+  co_return std::move(*s);
+}
+
+session_view session_service::with_live_state(session_record s) const {
+  auto live = hub_.live_state(s.id);
+  s.last_event_id = std::max(s.last_event_id, live.last_event_id);
+  return session_view{std::move(s), std::move(live.run)};
+}
+
+}  // namespace agw::core

@@ -1,0 +1,47 @@
+#pragma once
+// The webhook outbox's use cases: a session's deliveries with their attempts,
+// a redelivery, and what the dispatcher (gateway/webhooks) needs of storage:
+// the deliveries due now, when the next one falls due, and recording an
+// attempt with the delivery's next state. Owns all of the outbox's storage access.
+//
+// Executor: awaitables on the caller's executor (a connection's strand, or the
+// dispatcher's); no mutable state of its own.
+#include <boost/asio/awaitable.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/store_records.hpp"
+
+namespace agw::core {
+
+class session_service;
+class store_executor;
+
+class webhook_service {
+ public:
+  webhook_service(store_executor& store, session_service& sessions);
+
+  // Oldest first, with their attempts. api_error(not_found) for an unknown session.
+  boost::asio::awaitable<std::vector<webhook_delivery_record>> list(std::string session_id);
+  // Queues a delivered or failed delivery again now, with a fresh retry schedule, and
+  // returns it as it now stands. api_error: not_found (session or delivery),
+  // delivery_pending (it is still pending: it will be attempted again anyway).
+  // The caller wakes the dispatcher.
+  boost::asio::awaitable<webhook_delivery_record> redeliver(std::string session_id, std::string delivery_id);
+
+  // Pending deliveries due at `now_ms`, earliest first, at most `limit` (without attempts).
+  boost::asio::awaitable<std::vector<webhook_delivery_record>> due(std::int64_t now_ms, std::size_t limit);
+  // The earliest next attempt after `after_ms` of a pending delivery.
+  boost::asio::awaitable<std::optional<std::int64_t>> next_due_ms(std::int64_t after_ms);
+  // Appends the attempt and moves the delivery on; false when the delivery is gone.
+  boost::asio::awaitable<bool> record_attempt(webhook_attempt_outcome outcome);
+
+ private:
+  store_executor& store_;
+  session_service& sessions_;
+};
+
+}  // namespace agw::core
