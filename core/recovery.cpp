@@ -27,11 +27,10 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   for (;;) {
     auto events = c.events_after(s.id, after, 1000);
     if (events.empty()) break;
-    for (auto& e : events) {
-      const event_frame frame(std::move(e.frame));
-      after = frame.id;
-      if (frame.run_id() != state.run->id || frame.type() != "token") continue;
-      auto data = boost::json::parse(frame.data());
+    for (const auto& frame : events) {
+      after = frame->id;
+      if (frame->run_id() != state.run->id || frame->type != event_type::token) continue;
+      auto data = boost::json::parse(frame->data());
       content += std::string(data.at("content").as_string());
       ++tokens;
     }
@@ -56,9 +55,9 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
 
   // Followers resuming this session see the run end like any other.
   const std::int64_t last = std::max(s.last_event_id, after);
-  auto error = make_event_frame(last + 1, "error", state.run->id,
+  auto error = make_event_frame(last + 1, event_type::error, state.run->id,
                                 {{"code", "interrupted"}, {"message", "the server stopped while this run was live"}});
-  auto done = make_event_frame(last + 2, "done", state.run->id, {{"assistant_data", message_json(answer)}});
+  auto done = make_event_frame(last + 2, event_type::done, state.run->id, {{"assistant_data", message_json(answer)}});
   const frame_ptr ending[] = {std::make_shared<const event_frame>(std::move(error)),
                               std::make_shared<const event_frame>(std::move(done))};
   c.append_segment({s.id, last + 1, last + 2, encode_log_frames(ending), now_ms()});

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/events/event_frame.hpp"
 #include "core/session.hpp"
 #include "core/session_request.hpp"
 #include "core/store_records.hpp"
@@ -75,7 +76,7 @@ class store_connection {
   // Returns the number of journal rows that were folded.
   virtual std::size_t fold_journal() = 0;
   // Segments only: the caller adds what it holds in memory of the journal.
-  virtual std::vector<stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) = 0;
+  virtual std::vector<frame_ptr> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) = 0;
   virtual std::int64_t oldest_event_id(std::string_view session_id) = 0;  // 0: none held
   virtual void trim_events(std::string_view session_id, std::int64_t keep_from_id) = 0;
 

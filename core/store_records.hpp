@@ -37,16 +37,11 @@ struct checkpoint_record {
   std::int64_t created_at_ms = 0;
 };
 
-struct stored_event {
-  std::int64_t id = 0;
-  std::string frame;  // the complete SSE frame as sent
-};
-
 struct event_batch_record {
   std::string session_id;
   std::int64_t first_id = 0;
   std::int64_t last_id = 0;
-  std::string frames;  // concatenated SSE frames, ids first_id..last_id
+  std::string frames;  // the events first_id..last_id in log_codec's encoding
   std::int64_t created_at_ms = 0;
 };
 

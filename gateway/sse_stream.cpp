@@ -38,9 +38,7 @@ void sse_stream::notify_if_drained() {
   drained();
 }
 
-void sse_stream::deliver_unnumbered(std::string text) {
-  auto frame = std::make_shared<core::event_frame>(std::move(text));
-  frame->id = -1;  // never skipped, never advances the cursor
+void sse_stream::deliver_unnumbered(core::frame_ptr frame) {
   auto frames = core::make_frame_batch({std::move(frame)});
   queued_ += 1;
   net::post(executor_, [self = shared_from_this(), frames = std::move(frames)] { self->take(frames); });
@@ -109,8 +107,8 @@ void sse_stream::write_more() {
         last_sent_ = f->id;
         ++frames_in_write_;
       }
-      pieces_.push_back(net::buffer(f->text));
-      if (f->id >= 0 && opts_.until_run && f->type() == "done" && f->run_id() == *opts_.until_run) reached_end_ = true;
+      pieces_.push_back(net::buffer(f->sse));
+      if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run) reached_end_ = true;
     }
     // The usual case: the batch's joined text, one buffer instead of one per frame.
     if (whole && pieces_.size() > first_piece + 1) {

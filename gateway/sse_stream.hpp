@@ -55,8 +55,9 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   std::size_t backlog() const override { return queued_.load(); }
   void when_drained(std::function<void()> drained) override;
   void close(close_reason why) override;
-  // Queues an unnumbered frame (reconnected) in order with the numbered ones.
-  void deliver_unnumbered(std::string text);
+  // Queues an unnumbered frame (id -1: reconnected) in order with the numbered ones; it is
+  // never skipped and never moves the cursor.
+  void deliver_unnumbered(core::frame_ptr frame);
 
   // Takes the connection: writes `head` (the HTTP response header), then the body,
   // chunked when `chunked`: `preamble` (retry:, ...) and frames as they come, until

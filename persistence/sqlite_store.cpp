@@ -304,7 +304,7 @@ std::size_t sqlite_store::fold_journal() {
   // Every event the journal holds, by session and id: a batch retried after a failed
   // commit may hold some twice (same frames), and retries need not split alike.
   struct journaled {
-    std::map<std::int64_t, std::string> frames;  // id -> SSE text
+    std::map<std::int64_t, core::frame_ptr> frames;  // by id
     std::int64_t created_at_ms = 0;
   };
   std::map<std::string, journaled> sessions;
@@ -316,7 +316,7 @@ std::size_t sqlite_store::fold_journal() {
       for (auto& b : decode_journal_entries(st.text(0))) {
         auto& j = sessions[b.session_id];
         j.created_at_ms = std::max(j.created_at_ms, b.created_at_ms);
-        for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e.id] = std::move(e.frame);
+        for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e->id] = std::move(e);
       }
     }
   }
@@ -337,10 +337,10 @@ std::size_t sqlite_store::fold_journal() {
       append_segment({session, run.front()->id, run.back()->id, core::encode_log_frames(run), j.created_at_ms});
       run.clear();
     };
-    for (auto& [id, text] : j.frames) {
+    for (auto& [id, frame] : j.frames) {
       if (id <= through) continue;  // already in a segment
       if (!run.empty() && id != run.back()->id + 1) write();
-      run.push_back(std::make_shared<const core::event_frame>(std::move(text)));
+      run.push_back(std::move(frame));
     }
     write();
   }
@@ -348,8 +348,8 @@ std::size_t sqlite_store::fold_journal() {
   return row_count;
 }
 
-std::vector<core::stored_event> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {
-  std::vector<core::stored_event> out;
+std::vector<core::frame_ptr> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {
+  std::vector<core::frame_ptr> out;
   // Seek to the batch holding after_id + 1 (batches are contiguous ranges keyed by first_id)
   // rather than scanning the session's log from its start.
   auto st = db_.prepare(
@@ -359,7 +359,7 @@ std::vector<core::stored_event> sqlite_store::events_after(std::string_view sess
   st.bind(1, session_id).bind(2, after_id);
   while (out.size() < limit && st.step()) {
     for (auto& e : core::decode_log_frames(st.text(1), st.int64(0))) {
-      if (e.id <= after_id) continue;
+      if (e->id <= after_id) continue;
       if (out.size() >= limit) break;
       out.push_back(std::move(e));
     }

@@ -41,7 +41,7 @@ class sqlite_store final : public core::store_connection {
   std::int64_t append_journal(std::span<const core::event_batch_record* const> batches) override;
   void truncate_journal(std::optional<std::int64_t> keep_from_seq) override;
   std::size_t fold_journal() override;
-  std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override;
+  std::vector<core::frame_ptr> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override;
   std::int64_t oldest_event_id(std::string_view session_id) override;
   void trim_events(std::string_view session_id, std::int64_t keep_from_id) override;
 

@@ -47,7 +47,7 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
     boost::json::array todos;
     for (const auto& step : options.plan) todos.push_back(boost::json::string(step));
     co_await ctx.pace();
-    ctx.publish("planning", {{"todos", std::move(todos)}});
+    ctx.publish(event_type::planning, {{"todos", std::move(todos)}});
   }
 
   if (!options.tool_calls.empty()) {
@@ -105,7 +105,7 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
   for (std::size_t i = 0; i < options.plan.size(); ++i) {
     if (ctx.aborted()) co_return;
     co_await ctx.pace();
-    ctx.publish("step_complete", {{"step_number", static_cast<std::int64_t>(i + 1)},
+    ctx.publish(event_type::step_complete, {{"step_number", static_cast<std::int64_t>(i + 1)},
                                   {"total_steps", static_cast<std::int64_t>(options.plan.size())},
                                   {"description", options.plan[i]}});
   }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "core/events/sse_format.hpp"
 #include "core/store.hpp"
 
 namespace agw::core {
@@ -10,31 +11,49 @@ namespace {
 
 constexpr std::string_view run_lead = "{\"run_id\":\"";
 
-// The frame text make_event_frame writes for these parts.
-bool standard_shape(const event_frame& f) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, f.id).ptr;
-  const std::string_view id(digits, static_cast<std::size_t>(end - digits));
-  const std::size_t expected = 4 + id.size() + 8 + f.type().size() + 7 + f.data().size() + 2;
-  return f.id >= 0 && f.text.size() == expected && f.text.starts_with("id: ") &&
-         std::string_view(f.text).substr(4, id.size()) == id && f.text.ends_with("\n\n") &&
-         f.type().find_first_of(" \n") == std::string_view::npos && f.data().find('\n') == std::string_view::npos;
+[[noreturn]] void malformed(const char* why) { throw store_error(std::string("malformed event log row: ") + why); }
+
+event_type type_named(std::string_view name) {
+  auto type = event_type_named(name);
+  if (!type) malformed("unknown event type");
+  return *type;
 }
 
-// Plain frame text, one "\n\n"-ended frame after another (rows of older versions).
-std::vector<stored_event> split_text_frames(std::string_view frames) {
-  std::vector<stored_event> out;
+// An event from its type and data object, the run id taken from the data's lead.
+frame_ptr event_from_data(std::int64_t id, event_type type, std::string_view data) {
+  if (data.starts_with(run_lead)) {
+    const auto close = data.find('"', run_lead.size());
+    if (close != std::string_view::npos && close > run_lead.size())
+      return std::make_shared<const event_frame>(
+          make_event_frame_after_run(id, type, data.substr(run_lead.size(), close - run_lead.size()), data.substr(close + 1)));
+  }
+  return std::make_shared<const event_frame>(make_event_frame_with_data(id, type, data));
+}
+
+// Legacy: one frame's SSE text ("id: N\nevent: T\ndata: D\n\n"), read back into its record.
+frame_ptr parse_legacy_frame(std::string_view text, std::int64_t fallback_id) {
+  std::int64_t id = fallback_id;
+  std::string_view type, data;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (line.starts_with("id: ")) std::from_chars(line.data() + 4, line.data() + line.size(), id);
+    else if (line.starts_with("event: ")) type = line.substr(7);
+    else if (line.starts_with("data: ")) data = line.substr(6);
+  }
+  if (data.empty()) malformed("a frame without data");
+  return event_from_data(id, type_named(type), data);
+}
+
+// Legacy rows: plain frame text, one "\n\n"-ended frame after another.
+std::vector<frame_ptr> split_text_frames(std::string_view frames, std::int64_t first_id) {
+  std::vector<frame_ptr> out;
   while (!frames.empty()) {
     auto end = frames.find("\n\n");
     std::string_view frame = frames.substr(0, end == std::string_view::npos ? frames.size() : end + 2);
     frames.remove_prefix(frame.size());
-    stored_event e;
-    if (frame.starts_with("id: ")) {
-      auto digits = frame.substr(4, frame.find('\n') - 4);
-      std::from_chars(digits.data(), digits.data() + digits.size(), e.id);
-    }
-    e.frame = std::string(frame);
-    out.push_back(std::move(e));
+    out.push_back(parse_legacy_frame(frame, first_id + static_cast<std::int64_t>(out.size())));
   }
   return out;
 }
@@ -45,15 +64,7 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
   std::string_view run;
   bool run_named = false;
   for (const auto& f : frames) {
-    if (!standard_shape(*f)) {
-      out += 't';
-      out += std::to_string(f->text.size());
-      out += '\n';
-      out += f->text;
-      continue;
-    }
-    const std::string_view data = f->data();
-    const bool has_run = data.starts_with(run_lead) && !f->run_id().empty();
+    const bool has_run = !f->run_id().empty();
     if (has_run && (!run_named || f->run_id() != run)) {
       run = f->run_id();
       run_named = true;
@@ -62,9 +73,10 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
       out += '\n';
     }
     out += has_run ? 'f' : 'd';
-    out += f->type();
+    out += f->type_name();
     out += ' ';
     // After the run id's closing quote.
+    const std::string_view data = f->data();
     out += has_run ? data.substr(run_lead.size() + run.size() + 1) : data;
     out += '\n';
   }
@@ -73,34 +85,32 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
 std::string encode_log_frames(std::span<const frame_ptr> frames) {
   std::string out;
   std::size_t bytes = 0;
-  for (const auto& f : frames) bytes += f->text.size() / 2;
+  for (const auto& f : frames) bytes += f->sse.size() / 2;
   out.reserve(bytes);
   encode_log_frames(frames, out);
   return out;
 }
 
-std::vector<stored_event> decode_log_frames(std::string_view row, std::int64_t first_id) {
-  if (row.starts_with("id: ")) return split_text_frames(row);
-  auto fail = [] { throw store_error("malformed event log row"); };
-  std::vector<stored_event> out;
+std::vector<frame_ptr> decode_log_frames(std::string_view row, std::int64_t first_id) {
+  if (row.starts_with("id: ")) return split_text_frames(row, first_id);
+  std::vector<frame_ptr> out;
   std::string run;
   std::int64_t id = first_id;
   auto line = [&] {
     const auto nl = row.find('\n');
-    if (nl == std::string_view::npos) fail();
+    if (nl == std::string_view::npos) malformed("unterminated record");
     auto l = row.substr(0, nl);
     row.remove_prefix(nl + 1);
     return l;
   };
-  char digits[24];
   while (!row.empty()) {
     const char kind = row.front();
     if (kind == 't') {
       std::size_t bytes = 0;
       const auto header = line().substr(1);
       const auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), bytes);
-      if (ec != std::errc{} || end != header.data() + header.size() || bytes > row.size()) fail();
-      out.push_back({id++, std::string(row.substr(0, bytes))});
+      if (ec != std::errc{} || end != header.data() + header.size() || bytes > row.size()) malformed("bad verbatim length");
+      out.push_back(parse_legacy_frame(row.substr(0, bytes), id++));
       row.remove_prefix(bytes);
       continue;
     }
@@ -109,38 +119,22 @@ std::vector<stored_event> decode_log_frames(std::string_view row, std::int64_t f
       run = std::string(l.substr(1));
       continue;
     }
-    if (kind != 'f' && kind != 'd') fail();
+    if (kind != 'f' && kind != 'd') malformed("unknown record");
     const auto space = l.find(' ');
-    if (space == std::string_view::npos) fail();
-    const auto type = l.substr(1, space - 1);
+    if (space == std::string_view::npos) malformed("record without data");
+    const event_type type = type_named(l.substr(1, space - 1));
     const auto rest = l.substr(space + 1);
-    const auto id_end = std::to_chars(digits, digits + sizeof digits, id).ptr;
-    stored_event e;
-    e.id = id++;
-    auto& text = e.frame;
-    text.reserve(24 + type.size() + rest.size() + run.size() + run_lead.size());
-    text += "id: ";
-    text.append(digits, id_end);
-    text += "\nevent: ";
-    text += type;
-    text += "\ndata: ";
-    if (kind == 'f') {
-      text += run_lead;
-      text += run;
-      text += '"';
-    }
-    text += rest;
-    text += "\n\n";
-    out.push_back(std::move(e));
+    out.push_back(std::make_shared<const event_frame>(kind == 'f' ? make_event_frame_after_run(id, type, run, rest)
+                                                                  : make_event_frame_with_data(id, type, rest)));
+    ++id;
   }
   return out;
 }
 
 std::string encode_log_suffix(std::string_view row, std::int64_t first_id, std::int64_t keep_from) {
-  std::vector<frame_ptr> kept;
-  for (auto& e : decode_log_frames(row, first_id))
-    if (e.id >= keep_from) kept.push_back(std::make_shared<const event_frame>(std::move(e.frame)));
-  return encode_log_frames(kept);
+  auto frames = decode_log_frames(row, first_id);
+  std::erase_if(frames, [&](const frame_ptr& f) { return f->id < keep_from; });
+  return encode_log_frames(frames);
 }
 
 }  // namespace agw::core

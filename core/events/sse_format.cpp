@@ -45,19 +45,25 @@ void append_json_string(std::string& out, std::string_view s) {
 
 // "id: N\nevent: T\ndata: {"run_id":"R"" — the members and the end follow. Run ids are
 // UUIDs (nothing to escape): written as they are.
-event_frame::layout begin_frame(std::string& out, std::int64_t id, std::string_view type, std::string_view run_id) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, id).ptr;
-  out += "id: ";
-  out.append(digits, end);
-  out += "\nevent: ";
-  event_frame::layout at{};
-  at.type_at = static_cast<std::uint32_t>(out.size());
-  at.type_len = static_cast<std::uint32_t>(type.size());
-  out += type;
-  // run_id leads the object so a reader sees which run an event belongs to first.
+// "id: N\nevent: T\ndata: " (no id line for an unnumbered frame); returns where data starts.
+std::uint32_t begin_data(std::string& out, std::int64_t id, event_type type) {
+  if (id >= 0) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, id).ptr;
+    out += "id: ";
+    out.append(digits, end);
+    out += '\n';
+  }
+  out += "event: ";
+  out += name_of(type);
   out += "\ndata: ";
-  at.data_at = static_cast<std::uint32_t>(out.size());
+  return static_cast<std::uint32_t>(out.size());
+}
+
+event_frame::layout begin_frame(std::string& out, std::int64_t id, event_type type, std::string_view run_id) {
+  event_frame::layout at{};
+  at.data_at = begin_data(out, id, type);
+  // run_id leads the object so a reader sees which run an event belongs to first.
   out += "{\"run_id\":\"";
   at.run_at = static_cast<std::uint32_t>(out.size());
   at.run_len = static_cast<std::uint32_t>(run_id.size());
@@ -67,15 +73,15 @@ event_frame::layout begin_frame(std::string& out, std::int64_t id, std::string_v
 }
 
 // Ends the frame begun by begin_frame and takes it.
-event_frame end_frame(std::int64_t id, std::string text, event_frame::layout at) {
+event_frame end_frame(std::int64_t id, event_type type, std::string text, event_frame::layout at) {
   at.data_len = static_cast<std::uint32_t>(text.size()) - at.data_at;
   text += "\n\n";
-  return event_frame(id, std::move(text), at);
+  return event_frame(id, type, std::move(text), at);
 }
 
 }  // namespace
 
-event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, const boost::json::object& data) {
+event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, const boost::json::object& data) {
   std::string text;
   text.reserve(96 + run_id.size());
   const auto at = begin_frame(text, id, type, run_id);
@@ -88,10 +94,10 @@ event_frame make_event_frame(std::int64_t id, std::string_view type, std::string
     sr.reset(&data);
     drain(sr, text, /*skip_first_char=*/true);
   }
-  return end_frame(id, std::move(text), at);
+  return end_frame(id, type, std::move(text), at);
 }
 
-event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, std::string_view key,
+event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, std::string_view key,
                              std::string_view value) {
   std::string text;
   text.reserve(64 + run_id.size() + key.size() + value.size());
@@ -101,7 +107,24 @@ event_frame make_event_frame(std::int64_t id, std::string_view type, std::string
   text += ':';
   append_json_string(text, value);
   text += '}';
-  return end_frame(id, std::move(text), at);
+  return end_frame(id, type, std::move(text), at);
+}
+
+event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view rest) {
+  std::string text;
+  text.reserve(48 + run_id.size() + rest.size());
+  const auto at = begin_frame(text, id, type, run_id);
+  text += rest;
+  return end_frame(id, type, std::move(text), at);
+}
+
+event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::string_view data) {
+  std::string text;
+  text.reserve(40 + data.size());
+  event_frame::layout at{};
+  at.data_at = begin_data(text, id, type);
+  text += data;
+  return end_frame(id, type, std::move(text), at);
 }
 
 std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + std::to_string(interval.count()) + "\n"; }
@@ -109,8 +132,12 @@ std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + 
 std::string_view heartbeat_line() { return ": heartbeat\n"; }
 
 std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id) {
+  return make_reconnected_frame(last_event_id, replayed, gap, oldest_event_id).sse;
+}
+
+event_frame make_reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id) {
   boost::json::object data{{"last_event_id", last_event_id}, {"replayed", replayed}, {"gap", gap}, {"oldest_event_id", oldest_event_id}};
-  return "event: reconnected\ndata: " + boost::json::serialize(data) + "\n\n";
+  return make_event_frame_with_data(-1, event_type::reconnected, boost::json::serialize(data));
 }
 
 }  // namespace agw::core

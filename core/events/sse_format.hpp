@@ -1,7 +1,8 @@
 #pragma once
 // The SSE wire format as pure functions (see the contract's "Events and the SSE
-// wire format"). data is always one line of JSON: the serializer never emits a
-// raw newline, so a frame needs exactly one data: line.
+// wire format"): builds an event's record and SSE encoding together. data is
+// always one line of JSON: the serializer never emits a raw newline, so a frame
+// needs exactly one data: line.
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <string>
@@ -16,11 +17,16 @@ namespace agw::core {
 // A numbered frame: id, event and data lines and the blank line that ends it. The
 // data object is {"run_id": run_id, ...data's members in order}; run_id is written
 // as it is (a UUID, or empty: nothing JSON would escape).
-event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, const boost::json::object& data);
+event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, const boost::json::object& data);
 // The same for data with one string member, {"run_id": run_id, key: value}, built
 // without a JSON object (tokens and statuses: most of a run's events).
-event_frame make_event_frame(std::int64_t id, std::string_view type, std::string_view run_id, std::string_view key,
+event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, std::string_view key,
                              std::string_view value);
+// The same from the data's serialized members: `rest` is what follows the run id's
+// closing quote, from "," or "}" to the end of the object (how the log stores it).
+event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view rest);
+// An event whose data carries no run id: `data` is the whole JSON object, one line.
+event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::string_view data);
 
 // "retry: <ms>\n": first line of every stream, deliberately without a blank line of its own.
 std::string retry_line(std::chrono::milliseconds interval);
@@ -28,7 +34,8 @@ std::string retry_line(std::chrono::milliseconds interval);
 // ": heartbeat\n": a comment, no blank line after it.
 std::string_view heartbeat_line();
 
-// The unnumbered frame a resume starts with.
+// The unnumbered frame a resume starts with: its text, and the frame (id -1) a stream queues.
 std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id);
+event_frame make_reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id);
 
 }  // namespace agw::core

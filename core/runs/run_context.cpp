@@ -28,22 +28,22 @@ net::awaitable<void> run_context::pace() {
   if (++published_ % 8 == 0) co_await net::post(channel_->strand(), net::use_awaitable);
 }
 
-void run_context::publish(std::string_view type, const boost::json::object& data) { channel_->publish(run_->id(), type, data); }
+void run_context::publish(event_type type, const boost::json::object& data) { channel_->publish(run_->id(), type, data); }
 
-void run_context::publish_status(std::string_view s) { channel_->publish(run_->id(), "status", "status", s); }
+void run_context::publish_status(std::string_view s) { channel_->publish(run_->id(), event_type::status, "status", s); }
 
 void run_context::publish_token(std::string_view text) {
   content_ += text;
   ++tokens_;
-  channel_->publish(run_->id(), "token", "content", text);
+  channel_->publish(run_->id(), event_type::token, "content", text);
 }
 
 void run_context::publish_tool_call(const std::string& id, const std::string& name, const boost::json::object& args) {
-  publish("tool_call", {{"id", id}, {"name", name}, {"args", args}});
+  publish(event_type::tool_call, {{"id", id}, {"name", name}, {"args", args}});
 }
 
 void run_context::publish_tool_result(const std::string& tool_call_id, const std::string& output, int exit_code) {
-  publish("tool_result", {{"tool_call_id", tool_call_id}, {"output", output}, {"exit_code", exit_code}});
+  publish(event_type::tool_result, {{"tool_call_id", tool_call_id}, {"output", output}, {"exit_code", exit_code}});
 }
 
 net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vector<tool_request>& calls) {

@@ -42,7 +42,7 @@ class run_context {
   // io thread. publish() itself never waits. (Event payloads are built outside
   // co_await expressions: GCC 12 miscompiles braced temporaries inside them.)
   boost::asio::awaitable<void> pace();
-  void publish(std::string_view type, const boost::json::object& data);
+  void publish(event_type type, const boost::json::object& data);
   void publish_status(std::string_view status);
   void publish_token(std::string_view text);  // also appends to content()
   void publish_tool_call(const std::string& id, const std::string& name, const boost::json::object& args);

@@ -57,10 +57,10 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   try {
     co_await ctx.pace();
     if (aborted) ctx.publish_status("aborted");
-    else if (ctx.failure()) ctx.publish("error", {{"code", ctx.failure()->code}, {"message", ctx.failure()->message}});
+    else if (ctx.failure()) ctx.publish(event_type::error, {{"code", ctx.failure()->code}, {"message", ctx.failure()->message}});
     auto& usage = ctx.usage();
     usage.output_tokens = std::max(usage.output_tokens, ctx.tokens_streamed());
-    ctx.publish("usage", {{"input_tokens", usage.input_tokens},
+    ctx.publish(event_type::usage, {{"input_tokens", usage.input_tokens},
                           {"output_tokens", usage.output_tokens},
                           {"estimated_cost", json_number(usage.estimated_cost)},
                           {"provider", usage.provider},
@@ -85,7 +85,7 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
     auto saving = ctx.checkpoint(std::move(outbox));
     co_await std::move(saving);
     if (request.callback_url && request.outbox_written) request.outbox_written();
-    channel->publish(r->id(), "done", {{"assistant_data", message_json(answer)}});
+    channel->publish(r->id(), event_type::done, {{"assistant_data", message_json(answer)}});
   } catch (...) {
     ending_failure = std::current_exception();
   }
@@ -103,9 +103,9 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
         // Storage failed at the end: still close the run so the session stays usable.
         spdlog::error("run {}: could not persist its end: {}", r->id(), e.what());
         answer.status = "error";
-        channel->publish(r->id(), "error", {{"code", "storage_error"}, {"message", "the run's end could not be persisted"}});
+        channel->publish(r->id(), event_type::error, {{"code", "storage_error"}, {"message", "the run's end could not be persisted"}});
       }
-      channel->publish(r->id(), "done", {{"assistant_data", message_json(answer)}});
+      channel->publish(r->id(), event_type::done, {{"assistant_data", message_json(answer)}});
     }
   }
   auto committing = channel->wait_committed();

@@ -18,18 +18,6 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-namespace {
-
-// Events read back from the log, as frames like the ones published.
-std::vector<frame_ptr> frames_of(std::vector<stored_event> stored) {
-  std::vector<frame_ptr> out;
-  out.reserve(stored.size());
-  for (auto& e : stored) out.push_back(std::make_shared<const event_frame>(std::move(e.frame)));
-  return out;
-}
-
-}  // namespace
-
 session_channel::session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id,
                                  const channel_services& services, options opts)
     : strand_(net::make_strand(executor)),
@@ -47,7 +35,7 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
   snapshot_last_id_.store(last_event_id);
 }
 
-std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, const boost::json::object& data) {
+std::int64_t session_channel::publish(std::string_view run_id, event_type type, const boost::json::object& data) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;  // the session is gone: nothing to store or deliver
   pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, data)));
@@ -55,7 +43,7 @@ std::int64_t session_channel::publish(std::string_view run_id, std::string_view 
   return id;
 }
 
-std::int64_t session_channel::publish(std::string_view run_id, std::string_view type, std::string_view key,
+std::int64_t session_channel::publish(std::string_view run_id, event_type type, std::string_view key,
                                       std::string_view value) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;
@@ -82,7 +70,7 @@ void session_channel::flush() {
   }
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
-  const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type() == "done"; });
+  const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
   const auto& unsegmented = memory_.unsegmented();
   const bool as_segment = segment_now || ends_run || unsegmented.size() + batch->size() >= opts_.segment_frames;
   event_batch_record record;
@@ -96,9 +84,9 @@ void session_channel::flush() {
     record.last_id = frames.back()->id;
     encode_log_frames(frames, record.frames);
   };
-  for (const auto& f : *batch) bytes += f->text.size() / 2;
+  for (const auto& f : *batch) bytes += f->sse.size() / 2;
   if (as_segment)
-    for (const auto& f : unsegmented) bytes += f->text.size() / 2;
+    for (const auto& f : unsegmented) bytes += f->sse.size() / 2;
   record.frames.reserve(bytes);
   if (as_segment) add_frames(unsegmented);
   add_frames(*batch);
@@ -156,7 +144,7 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   bool run_ended = false;
   if (run_)
     for (const auto& f : *batch)
-      if (f->type() == "done" && f->run_id() == run_->id()) {
+      if (f->type == event_type::done && f->run_id() == run_->id()) {
         run_.reset();
         run_ended = true;
         break;
@@ -272,12 +260,12 @@ void session_channel::read_log_page(const subscription_ptr& s) {
   const std::int64_t upto = memory_.oldest() ? memory_.oldest() - 1 : committed_id_;
   const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - s->cursor, 0)), opts_.replay_page);
   auto read = [session = session_id_, after_id = s->cursor, limit](store_connection& c) {
-    std::pair<std::int64_t, std::vector<stored_event>> out;
+    std::pair<std::int64_t, std::vector<frame_ptr>> out;
     out.first = c.oldest_event_id(session);
     out.second = c.events_after(session, after_id, limit);
     return out;
   };
-  auto on_read = [self = shared_from_this(), s](std::exception_ptr error, std::pair<std::int64_t, std::vector<stored_event>> page) {
+  auto on_read = [self = shared_from_this(), s](std::exception_ptr error, std::pair<std::int64_t, std::vector<frame_ptr>> page) {
     if (self->closed_ || s->gone) return;
     if (error) {
       // Without the log the sequence cannot continue: end the stream, the client resumes.
@@ -285,7 +273,7 @@ void session_channel::read_log_page(const subscription_ptr& s) {
       s->sub->close(subscriber::close_reason::draining);
       return;
     }
-    self->on_log_page(s, page.first, frames_of(std::move(page.second)));
+    self->on_log_page(s, page.first, std::move(page.second));
   };
   store_.async_read(std::move(read), net::bind_executor(strand_, std::move(on_read)));
 }
@@ -329,8 +317,7 @@ net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t 
     const std::int64_t upto = memory_.oldest() ? memory_.oldest() - 1 : committed_id_;
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
-    auto stored = co_await store_.async_read(std::move(read), net::use_awaitable);
-    out = frames_of(std::move(stored));
+    out = co_await store_.async_read(std::move(read), net::use_awaitable);
   }
   const std::int64_t last = out.empty() ? after_id : out.back()->id;
   if (out.size() < limit && memory_.holds_all_after(last, committed_id_))

@@ -95,9 +95,9 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
 
   // --- on the strand ---
   // Assigns the next id and queues the frame for commit; returns the id.
-  std::int64_t publish(std::string_view run_id, std::string_view type, const boost::json::object& data);
+  std::int64_t publish(std::string_view run_id, event_type type, const boost::json::object& data);
   // The same for data with one string member ({"status": ...}, {"content": ...}).
-  std::int64_t publish(std::string_view run_id, std::string_view type, std::string_view key, std::string_view value);
+  std::int64_t publish(std::string_view run_id, event_type type, std::string_view key, std::string_view value);
   // Waits until every event published so far is committed and released.
   boost::asio::awaitable<void> wait_committed();
   // Waits while more than the high watermark of events await their commit.

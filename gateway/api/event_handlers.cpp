@@ -56,7 +56,7 @@ awaitable<handler_result> long_poll(request_context& ctx) {
   std::int64_t cursor = q.after;
   for (const auto& frame : events) {
     cursor = frame->id;
-    out.push_back({{"id", frame->id}, {"event", frame->type()}, {"data", boost::json::parse(frame->data())}});
+    out.push_back({{"id", frame->id}, {"event", frame->type_name()}, {"data", boost::json::parse(frame->data())}});
   }
   co_return json_response(http::status::ok, {{"events", std::move(out)}, {"last_event_id", cursor}}, ctx.req.version());
 }

@@ -137,7 +137,8 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
     std::function<void(const core::replay_info&)> on_replay;
     if (plan.announce) {
       on_replay = [stream = out.stream](const core::replay_info& info) {
-        stream->deliver_unnumbered(core::reconnected_frame(info.last_event_id, info.replayed, info.gap, info.oldest_event_id));
+        stream->deliver_unnumbered(std::make_shared<const core::event_frame>(
+            core::make_reconnected_frame(info.last_event_id, info.replayed, info.gap, info.oldest_event_id)));
       };
     }
     channel->subscribe(out.stream, after, std::move(on_replay));

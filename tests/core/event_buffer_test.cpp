@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "core/events/sse_format.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -23,7 +25,7 @@ using agw::core::event_frame;
 using agw::core::frame_ptr;
 
 frame_ptr frame(std::int64_t id) {
-  return std::make_shared<event_frame>("id: " + std::to_string(id) + "\nevent: token\n\n");
+  return std::make_shared<event_frame>(agw::core::make_event_frame(id, agw::core::event_type::token, "r", "content", "t"));
 }
 
 std::vector<std::int64_t> ids(const std::vector<frame_ptr>& frames) {

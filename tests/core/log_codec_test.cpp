@@ -14,6 +14,7 @@ namespace {
 using agw::core::decode_log_frames;
 using agw::core::encode_log_frames;
 using agw::core::event_frame;
+using agw::core::event_type;
 using agw::core::frame_ptr;
 using agw::core::make_event_frame;
 
@@ -24,17 +25,15 @@ std::vector<frame_ptr> sample(std::int64_t first) {
   const std::string run = "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", other = "5a1b2c3d-0000-4000-8000-00000000beef";
   std::vector<frame_ptr> out;
   std::int64_t id = first;
-  out.push_back(share(make_event_frame(id++, "status", run, "status", "thinking")));
-  out.push_back(share(make_event_frame(id++, "token", run, "content", "hello")));
-  out.push_back(share(make_event_frame(id++, "token", run, "content", " a \"quoted\"\nline\\ with \t tabs and \xC3\xA9")));
-  out.push_back(share(make_event_frame(id++, "tool_call", run, {{"id", "call_1"}, {"name", "calculator"}, {"args", boost::json::object{{"expression", "2+3*4"}}}})));
-  out.push_back(share(make_event_frame(id++, "tool_result", run, {{"tool_call_id", "call_1"}, {"output", "14\n"}, {"exit_code", 0}})));
-  out.push_back(share(make_event_frame(id++, "usage", run, boost::json::object{})));
-  out.push_back(share(make_event_frame(id++, "token", other, "content", "another run")));
-  out.push_back(share(make_event_frame(id++, "token", "", "content", "no run id")));
-  // Not the standard shape: kept verbatim.
-  out.push_back(share(event_frame("id: " + std::to_string(id++) + "\nevent: odd\ndata: {\"x\":1}\nretry: 5\n\n")));
-  out.push_back(share(make_event_frame(id++, "done", run, {{"assistant_data", boost::json::object{{"content", "hello"}}}})));
+  out.push_back(share(make_event_frame(id++, event_type::status, run, "status", "thinking")));
+  out.push_back(share(make_event_frame(id++, event_type::token, run, "content", "hello")));
+  out.push_back(share(make_event_frame(id++, event_type::token, run, "content", " a \"quoted\"\nline\\ with \t tabs and \xC3\xA9")));
+  out.push_back(share(make_event_frame(id++, event_type::tool_call, run, {{"id", "call_1"}, {"name", "calculator"}, {"args", boost::json::object{{"expression", "2+3*4"}}}})));
+  out.push_back(share(make_event_frame(id++, event_type::tool_result, run, {{"tool_call_id", "call_1"}, {"output", "14\n"}, {"exit_code", 0}})));
+  out.push_back(share(make_event_frame(id++, event_type::usage, run, boost::json::object{})));
+  out.push_back(share(make_event_frame(id++, event_type::token, other, "content", "another run")));
+  out.push_back(share(make_event_frame(id++, event_type::token, "", "content", "no run id")));
+  out.push_back(share(make_event_frame(id++, event_type::done, run, {{"assistant_data", boost::json::object{{"content", "hello"}}}})));
   return out;
 }
 
@@ -46,26 +45,26 @@ TEST_CASE("log_codec: decoding gives back every frame's exact text, with consecu
     const auto frames = sample(first);
     const auto row = encode_log_frames(frames);
     std::size_t text_bytes = 0;
-    for (const auto& f : frames) text_bytes += f->text.size();
+    for (const auto& f : frames) text_bytes += f->sse.size();
     CHECK(row.size() < text_bytes * 3 / 4);  // the point of it
     const auto decoded = decode_log_frames(row, first);
     REQUIRE(decoded.size() == frames.size());
     for (std::size_t i = 0; i < frames.size(); ++i) {
       CAPTURE(i);
-      CHECK(decoded[i].id == frames[i]->id);
-      CHECK(decoded[i].frame == frames[i]->text);
+      CHECK(decoded[i]->id == frames[i]->id);
+      CHECK(decoded[i]->sse == frames[i]->sse);
     }
   }
   CHECK(decode_log_frames("", 7).empty());
 }
 
 TEST_CASE("log_codec: a token is stored in about a quarter of its frame") {
-  const std::vector<frame_ptr> one{share(make_event_frame(1234, "token", "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok17"))};
+  const std::vector<frame_ptr> one{share(make_event_frame(1234, event_type::token, "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok17"))};
   std::string row;
   encode_log_frames(one, row);
-  const auto two = encode_log_frames(std::vector<frame_ptr>{one[0], share(make_event_frame(1235, "token", "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok18"))});
+  const auto two = encode_log_frames(std::vector<frame_ptr>{one[0], share(make_event_frame(1235, event_type::token, "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok18"))});
   // The second token costs only its own line: the run is named once.
-  CHECK(two.size() - row.size() < one[0]->text.size() / 3);
+  CHECK(two.size() - row.size() < one[0]->sse.size() / 3);
 }
 
 TEST_CASE("log_codec: encodings of consecutive frames concatenate") {
@@ -75,11 +74,11 @@ TEST_CASE("log_codec: encodings of consecutive frames concatenate") {
   const auto tail = encode_log_frames(std::span<const frame_ptr>(frames).subspan(cut));
   const auto decoded = decode_log_frames(head + tail, 10);
   REQUIRE(decoded.size() == frames.size());
-  for (std::size_t i = 0; i < frames.size(); ++i) CHECK(decoded[i].frame == frames[i]->text);
+  for (std::size_t i = 0; i < frames.size(); ++i) CHECK(decoded[i]->sse == frames[i]->sse);
 }
 
 TEST_CASE("log_codec: rows of plain frame text (earlier versions) split by their id lines") {
-  const std::string a = make_event_frame(1, "token", "r", "content", "a").text, b = make_event_frame(2, "token", "r", "content", "b").text;
+  const std::string a = make_event_frame(1, event_type::token, "r", "content", "a").sse, b = make_event_frame(2, event_type::token, "r", "content", "b").sse;
   struct row {
     const char* name;
     std::string input;
@@ -89,8 +88,7 @@ TEST_CASE("log_codec: rows of plain frame text (earlier versions) split by their
   const row rows[] = {
       {"one", a, {1}, {a}},
       {"two", a + b, {1, 2}, {a, b}},
-      {"trailing partial frame", a + "id: 3\nevent: token", {1, 3}, {a, "id: 3\nevent: token"}},
-      {"big id", "id: 9007199254740993\nevent: x\ndata: {}\n\n", {9007199254740993}, {"id: 9007199254740993\nevent: x\ndata: {}\n\n"}},
+      {"big id", "id: 9007199254740993\nevent: token\ndata: {}\n\n", {9007199254740993}, {"id: 9007199254740993\nevent: token\ndata: {}\n\n"}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -98,16 +96,29 @@ TEST_CASE("log_codec: rows of plain frame text (earlier versions) split by their
     std::vector<std::int64_t> ids;
     std::vector<std::string> frames;
     for (const auto& e : events) {
-      ids.push_back(e.id);
-      frames.push_back(e.frame);
+      ids.push_back(e->id);
+      frames.push_back(e->sse);
     }
     CHECK(ids == r.ids);
     CHECK(frames == r.frames);
   }
 }
 
+TEST_CASE("log_codec: verbatim records (earlier versions) decode into their events") {
+  const auto f = make_event_frame(5, event_type::tool_result, "r", {{"tool_call_id", "c"}, {"output", "x"}, {"exit_code", 0}});
+  const std::string row = "t" + std::to_string(f.sse.size()) + "\n" + f.sse + "rr\nftoken ,\"content\":\"b\"}\n";
+  const auto events = decode_log_frames(row, 5);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0]->sse == f.sse);
+  CHECK(events[0]->type == event_type::tool_result);
+  CHECK(events[0]->run_id() == "r");
+  CHECK(events[1]->sse == make_event_frame(6, event_type::token, "r", "content", "b").sse);
+}
+
 TEST_CASE("log_codec: a malformed row is a store_error") {
-  const char* rows[] = {"ftoken no newline", "x what\n", "t99\nshort", "tabc\nxyz", "ftoken_without_space\n"};
+  // Earlier versions' plain text too: a frame without its data, or of no known type, is no event.
+  const char* rows[] = {"ftoken no newline", "x what\n", "t99\nshort", "tabc\nxyz", "ftoken_without_space\n",
+                        "fnot_a_type ,\"x\":1}\n", "id: 3\nevent: token", "id: 9\nevent: x\ndata: {}\n\n"};
   for (const char* r : rows) {
     CAPTURE(r);
     CHECK_THROWS_AS(decode_log_frames(r, 1), agw::core::store_error);

@@ -49,7 +49,7 @@ class recorder final : public subscriber {
     ++batches;
     for (const auto& f : frames->frames) {
       ids.push_back(f->id);
-      texts.push_back(f->text);
+      texts.push_back(f->sse);
       if (!db_.event_committed(session_id, f->id)) uncommitted_deliveries.push_back(f->id);
     }
   }
@@ -102,7 +102,7 @@ struct fixture {
   // Publishes ids one per commit, so that each becomes its own log batch.
   void publish_one_by_one(std::int64_t count) {
     for (std::int64_t i = 0; i < count; ++i) {
-      on_strand([this] { channel->publish("run-1", "token", token(channel->last_assigned_id() + 1)); });
+      on_strand([this] { channel->publish("run-1", agw::core::event_type::token, token(channel->last_assigned_id() + 1)); });
       run();
     }
   }
@@ -141,7 +141,7 @@ int log_reads_of(const fake_db& db) {
 // Publishes `count` tokens, one every `gap`, on the channel's strand.
 net::awaitable<void> publish_slowly(std::shared_ptr<session_channel> channel, int count, std::chrono::milliseconds gap) {
   for (int i = 0; i < count; ++i) {
-    channel->publish("run-1", "token", token(channel->last_assigned_id() + 1));
+    channel->publish("run-1", agw::core::event_type::token, token(channel->last_assigned_id() + 1));
     net::steady_timer timer(channel->strand(), gap);
     co_await timer.async_wait(net::use_awaitable);
   }
@@ -153,7 +153,7 @@ TEST_CASE("session_channel: publish assigns consecutive ids and commits them in 
   fixture fx({.segment_frames = 1}, 10);  // every batch its own segment row
   std::vector<std::int64_t> ids;
   fx.on_strand([&] {
-    for (int i = 0; i < 5; ++i) ids.push_back(fx.channel->publish("run-1", "token", token(i)));
+    for (int i = 0; i < 5; ++i) ids.push_back(fx.channel->publish("run-1", agw::core::event_type::token, token(i)));
     CHECK(fx.channel->last_assigned_id() == 15);
     CHECK(fx.channel->last_committed_id() == 10);
   });
@@ -173,7 +173,7 @@ TEST_CASE("session_channel: publish assigns consecutive ids and commits them in 
   // The log holds exactly the serialized frames.
   const auto stored = agw::core::decode_log_frames(batches[0].frames, batches[0].first_id);
   REQUIRE(stored.size() == 1);
-  CHECK(stored[0].frame == agw::core::make_event_frame(11, "token", "run-1", token(0)).text);
+  CHECK(stored[0]->sse == agw::core::make_event_frame(11, agw::core::event_type::token, "run-1", token(0)).sse);
   CHECK(fx.stats.events_published == 5);
   CHECK(fx.stats.event_batches_committed == 2);
 }
@@ -183,7 +183,7 @@ TEST_CASE("session_channel: subscribers receive frames only after the commit") {
   auto rec = fx.subscribe(0);
   fx.db.hold_commits();
   fx.on_strand([&] {
-    for (int i = 0; i < 3; ++i) fx.channel->publish("run-1", "token", token(i));
+    for (int i = 0; i < 3; ++i) fx.channel->publish("run-1", agw::core::event_type::token, token(i));
   });
   fx.run_for(100ms);
   CHECK(fx.db.commits_waiting == 1);
@@ -195,7 +195,7 @@ TEST_CASE("session_channel: subscribers receive frames only after the commit") {
   fx.run();
   CHECK(rec->ids == range(1, 3));
   CHECK(rec->uncommitted_deliveries.empty());
-  CHECK(rec->texts[1] == agw::core::make_event_frame(2, "token", "run-1", token(1)).text);
+  CHECK(rec->texts[1] == agw::core::make_event_frame(2, agw::core::event_type::token, "run-1", token(1)).sse);
   CHECK(fx.channel->last_committed_id() == 3);
 }
 
@@ -226,8 +226,8 @@ TEST_CASE("session_channel: a cursor inside the ring gets exactly the missing su
     CHECK(std::none_of(calls.begin(), calls.end(), [](const auto& c) { return c.ends_with(":events_after"); }));
 
     fx.on_strand([&] {
-      fx.channel->publish("run-1", "token", token(9));
-      fx.channel->publish("run-1", "token", token(10));
+      fx.channel->publish("run-1", agw::core::event_type::token, token(9));
+      fx.channel->publish("run-1", agw::core::event_type::token, token(10));
     });
     fx.run();
     auto expected = r.replayed;
@@ -349,7 +349,7 @@ TEST_CASE("session_channel: a refused commit is retried; subscribers see each fr
   auto rec = fx.subscribe(0);
   fx.db.fail_commits(1);
   fx.on_strand([&] {
-    for (int i = 0; i < 3; ++i) fx.channel->publish("run-1", "token", token(i));
+    for (int i = 0; i < 3; ++i) fx.channel->publish("run-1", agw::core::event_type::token, token(i));
   });
   fx.run();
   CHECK(fx.db.failed_commits == 1);
@@ -375,7 +375,7 @@ TEST_CASE("session_channel: close() closes every subscriber and refuses new ones
     CHECK(r->closed[0] == subscriber::close_reason::session_deleted);
   }
   auto late = fx.subscribe(0);
-  fx.on_strand([&] { fx.channel->publish("run-1", "token", token(3)); });
+  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::token, token(3)); });
   fx.run();
   REQUIRE(late->closed.size() == 1);
   CHECK(late->closed[0] == subscriber::close_reason::session_deleted);
@@ -418,7 +418,7 @@ struct wait_result {
 };
 
 net::awaitable<void> publish_and_wait(std::shared_ptr<session_channel> channel, const fake_db& db, wait_result& out) {
-  for (int i = 0; i < 3; ++i) channel->publish("run-1", "token", token(i));
+  for (int i = 0; i < 3; ++i) channel->publish("run-1", agw::core::event_type::token, token(i));
   co_await channel->wait_committed();
   out.done = true;
   out.committed_at_resume = channel->last_committed_id();
@@ -470,7 +470,7 @@ namespace {
 
 net::awaitable<void> publish_past_watermark(std::shared_ptr<session_channel> channel, int count, std::int64_t& committed_at_resume,
                                             bool& resumed) {
-  for (int i = 0; i < count; ++i) channel->publish("run-1", "token", token(i));
+  for (int i = 0; i < count; ++i) channel->publish("run-1", agw::core::event_type::token, token(i));
   co_await channel->wait_below_watermark();
   resumed = true;
   committed_at_resume = channel->last_committed_id();
@@ -555,7 +555,7 @@ TEST_CASE("session_channel: small batches go to the journal and are served from 
   const auto stored = agw::core::decode_log_frames(segment.frames, segment.first_id);
   REQUIRE(stored.size() == 5);
   for (std::int64_t id = 1; id <= 5; ++id)
-    CHECK(stored[static_cast<std::size_t>(id - 1)].frame == agw::core::make_event_frame(id, "token", "run-1", token(id)).text);
+    CHECK(stored[static_cast<std::size_t>(id - 1)]->sse == agw::core::make_event_frame(id, agw::core::event_type::token, "run-1", token(id)).sse);
   CHECK_FALSE(fx.claims.oldest());
   CHECK(journal_rows(fx.db) == 4);  // still there until a cut; replays no longer need them
 
@@ -570,7 +570,7 @@ TEST_CASE("session_channel: a run's done turns the journaled tail into a segment
   fixture fx({.segment_frames = 64});
   fx.publish_one_by_one(3);
   CHECK(segment_rows(fx.db) == 0);
-  fx.on_strand([&] { fx.channel->publish("run-1", "done", {{"assistant_data", boost::json::object{}}}); });
+  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::done, {{"assistant_data", boost::json::object{}}}); });
   fx.run();
   REQUIRE(segment_rows(fx.db) == 1);
   CHECK(fx.db.committed().event_batches.at(session_id).front().last_id == 4);
@@ -579,7 +579,7 @@ TEST_CASE("session_channel: a run's done turns the journaled tail into a segment
 
 TEST_CASE("session_channel: a journaled tail older than segment_age becomes a segment") {
   fixture fx({.segment_frames = 64, .segment_age = 30ms});
-  fx.on_strand([&] { fx.channel->publish("run-1", "token", token(1)); });
+  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::token, token(1)); });
   fx.run_for(10ms);
   CHECK(segment_rows(fx.db) == 0);
   CHECK(fx.claims.oldest());
@@ -670,7 +670,7 @@ TEST_CASE("session_channel: a subscriber over its backlog bound catches up page 
   fx.run();
   // 500 events while the slow one takes nothing: it stops receiving past its bound ...
   fx.on_strand([&] {
-    for (int i = 0; i < 500; ++i) fx.channel->publish("run-1", "token", token(i + 1));
+    for (int i = 0; i < 500; ++i) fx.channel->publish("run-1", agw::core::event_type::token, token(i + 1));
   });
   fx.run();
   CHECK(fast->ids == range(1, 500));
@@ -689,7 +689,7 @@ TEST_CASE("session_channel: a subscriber over its backlog bound catches up page 
   CHECK(pages > 500 / 16 - 20);  // paged from the log, not handed the backlog at once
   CHECK(log_reads_of(fx.db) > 0);
   // Caught up, it is live again: the next events reach it as they commit.
-  fx.on_strand([&] { fx.channel->publish("run-1", "token", token(501)); });
+  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::token, token(501)); });
   fx.run();
   slow->take();
   CHECK(slow->ids == range(1, 501));

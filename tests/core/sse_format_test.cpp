@@ -6,11 +6,15 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <string>
+#include <vector>
+
+#include "core/events/log_codec.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using agw::core::event_frame;
+using agw::core::event_type;
 using agw::core::heartbeat_line;
 using agw::core::make_event_frame;
 using agw::core::reconnected_frame;
@@ -41,15 +45,15 @@ TEST_CASE("sse_format: make_event_frame exact bytes") {
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
-    const event_frame f = make_event_frame(r.id, r.type, r.run_id, r.data);
+    const event_frame f = make_event_frame(r.id, *agw::core::event_type_named(r.type), r.run_id, r.data);
     CHECK(f.id == r.id);
-    CHECK(f.type() == r.type);
+    CHECK(f.type_name() == r.type);
     CHECK(f.run_id() == r.run_id);
     CHECK(f.data() == r.data_line);
-    CHECK(f.text == "id: " + std::to_string(r.id) + "\nevent: " + r.type + "\ndata: " + r.data_line + "\n\n");
+    CHECK(f.sse == "id: " + std::to_string(r.id) + "\nevent: " + r.type + "\ndata: " + r.data_line + "\n\n");
     // One data line: the only newlines are the three line ends and the blank line.
-    CHECK(std::count(f.text.begin(), f.text.end(), '\n') == 4);
-    CHECK(f.text.find('\r') == std::string::npos);
+    CHECK(std::count(f.sse.begin(), f.sse.end(), '\n') == 4);
+    CHECK(f.sse.find('\r') == std::string::npos);
   }
 }
 
@@ -57,18 +61,18 @@ TEST_CASE("sse_format: the one-string-member form writes what the object form wr
   const char* values[] = {"hello", "", "a\nb", "say \"hi\" \\o/", "h\xC3\xA9llo \xF0\x9F\x98\x80", "\x01\x1f ctrl"};
   for (const char* v : values) {
     CAPTURE(v);
-    const auto fast = agw::core::make_event_frame(12, "token", "run-7", "content", v);
-    const auto slow = make_event_frame(12, "token", "run-7", {{"content", v}});
-    CHECK(fast.text == slow.text);
-    CHECK(fast.type() == "token");
+    const auto fast = agw::core::make_event_frame(12, event_type::token, "run-7", "content", v);
+    const auto slow = make_event_frame(12, event_type::token, "run-7", {{"content", v}});
+    CHECK(fast.sse == slow.sse);
+    CHECK(fast.type == event_type::token);
     CHECK(fast.run_id() == "run-7");
     CHECK(boost::json::parse(fast.data()).at("content") == v);
   }
 }
 
 TEST_CASE("sse_format: make_event_frame with the brief's example") {
-  const auto f = make_event_frame(7, "token", "r", {{"content", "a\nb"}});
-  CHECK(f.text == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"a\\nb\"}\n\n");
+  const auto f = make_event_frame(7, event_type::token, "r", {{"content", "a\nb"}});
+  CHECK(f.sse == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"a\\nb\"}\n\n");
 }
 
 TEST_CASE("sse_format: retry_line, heartbeat_line") {
@@ -87,57 +91,42 @@ TEST_CASE("sse_format: reconnected_frame exact bytes") {
   CHECK(reconnected_frame(9, 1, false, 2).find("id:") == std::string::npos);
 }
 
-TEST_CASE("sse_format: a stored frame's text reads back into the same frame") {
+TEST_CASE("sse_format: a frame's record goes through the log codec and comes back the same") {
   const event_frame frames[] = {
-      make_event_frame(7, "token", "r", {{"content", "a\nb"}}),
-      make_event_frame(1, "status", "run-x", {{"state", "running"}}),
-      make_event_frame(9007199254740993, "done", "r2", {{"content", "h\xC3\xA9"}, {"n", 3}}),
-      make_event_frame(42, "tool_result", "", {{"output", "line1\nline2\n\nline4"}}),
+      make_event_frame(7, event_type::token, "r", {{"content", "a\nb"}}),
+      make_event_frame(1, event_type::status, "run-x", {{"state", "running"}}),
+      make_event_frame(9007199254740993, event_type::done, "r2", {{"content", "h\xC3\xA9"}, {"n", 3}}),
+      make_event_frame(42, event_type::tool_result, "", {{"output", "line1\nline2\n\nline4"}}),
   };
   for (const auto& original : frames) {
-    CAPTURE(original.text);
-    const event_frame parsed(original.text);
+    CAPTURE(original.sse);
+    const std::vector<agw::core::frame_ptr> one{std::make_shared<const event_frame>(original)};
+    const auto decoded = agw::core::decode_log_frames(agw::core::encode_log_frames(one), original.id);
+    REQUIRE(decoded.size() == 1);
+    const auto& parsed = *decoded.front();
     CHECK(parsed.id == original.id);
-    CHECK(parsed.type() == original.type());
+    CHECK(parsed.type == original.type);
     CHECK(parsed.run_id() == original.run_id());
     CHECK(parsed.data() == original.data());
-    CHECK(parsed.text == original.text);
+    CHECK(parsed.sse == original.sse);
     CHECK(boost::json::parse(parsed.data()) == boost::json::parse(original.data()));
   }
 }
 
-TEST_CASE("sse_format: reading a frame's text tolerates odd input") {
-  SUBCASE("data not JSON: no run_id") {
-    event_frame f("id: 3\nevent: x\ndata: not json\n\n");
-    CHECK(f.id == 3);
-    CHECK(f.type() == "x");
-    CHECK(f.data() == "not json");
-    CHECK(f.run_id().empty());
-  }
-  SUBCASE("run_id not a string") {
-    event_frame f("id: 4\nevent: x\ndata: {\"run_id\":5}\n\n");
-    CHECK(f.id == 4);
-    CHECK(f.run_id().empty());
-  }
-  SUBCASE("no trailing blank line") {
-    event_frame f("id: 5\nevent: token\ndata: {\"run_id\":\"r\"}");
-    CHECK(f.id == 5);
-    CHECK(f.type() == "token");
-    CHECK(f.run_id() == "r");
-  }
-  SUBCASE("empty") {
-    event_frame f("");
-    CHECK(f.id == 0);
-    CHECK(f.type().empty());
-    CHECK(f.text.empty());
-  }
+TEST_CASE("sse_format: reconnected is an unnumbered frame of its own type, without a run") {
+  const auto f = agw::core::make_reconnected_frame(5, 3, false, 1);
+  CHECK(f.id == -1);
+  CHECK(f.type == event_type::reconnected);
+  CHECK(f.run_id().empty());
+  CHECK(f.sse == reconnected_frame(5, 3, false, 1));
+  CHECK(f.data() == R"({"last_event_id":5,"replayed":3,"gap":false,"oldest_event_id":1})");
 }
 
 TEST_CASE("sse_format: strings are escaped exactly as boost::json serializes them, for every byte") {
   for (int b = 0; b < 256; ++b) {
     CAPTURE(b);
     const std::string value = std::string("a") + static_cast<char>(b) + "z";
-    const auto frame = agw::core::make_event_frame(1, "token", "r", "content", value);
+    const auto frame = agw::core::make_event_frame(1, event_type::token, "r", "content", value);
     const std::string expected = R"({"run_id":"r","content":)" + boost::json::serialize(boost::json::string(value)) + "}";
     CHECK(frame.data() == expected);
   }

@@ -62,14 +62,14 @@ inline core::event_batch_record make_batch(const std::string& session_id, std::i
   std::vector<core::frame_ptr> frames;
   for (std::int64_t id = first; id <= last; ++id)
     frames.push_back(std::make_shared<const core::event_frame>(
-        core::make_event_frame(id, "token", "run-1", {{"content", "tok\n" + std::to_string(id)}})));
+        core::make_event_frame(id, core::event_type::token, "run-1", {{"content", "tok\n" + std::to_string(id)}})));
   b.frames = core::encode_log_frames(frames);
   b.created_at_ms = 5000 + first;
   return b;
 }
 
 inline std::string frame_text(std::int64_t id) {
-  return core::make_event_frame(id, "token", "run-1", {{"content", "tok\n" + std::to_string(id)}}).text;
+  return core::make_event_frame(id, core::event_type::token, "run-1", {{"content", "tok\n" + std::to_string(id)}}).sse;
 }
 
 // SELECT COUNT(*) FROM <table> WHERE session_id = ?

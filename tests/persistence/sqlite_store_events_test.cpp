@@ -19,7 +19,7 @@ struct doctest::StringMaker<std::vector<std::int64_t>> {
 
 namespace {
 
-using agw::core::stored_event;
+using agw::core::frame_ptr;
 using agw::test::frame_text;
 using agw::test::make_batch;
 using agw::test::make_session;
@@ -31,9 +31,9 @@ std::vector<std::int64_t> range(std::int64_t first, std::int64_t last) {
   return out;
 }
 
-std::vector<std::int64_t> ids_of(const std::vector<stored_event>& events) {
+std::vector<std::int64_t> ids_of(const std::vector<frame_ptr>& events) {
   std::vector<std::int64_t> out;
-  for (const auto& e : events) out.push_back(e.id);
+  for (const auto& e : events) out.push_back(e->id);
   return out;
 }
 
@@ -69,8 +69,8 @@ TEST_CASE("sqlite_store_events: events_after across batch boundaries with a limi
     const auto events = store->events_after("s", r.after, r.limit);
     CHECK(ids_of(events) == r.expected);
     for (const auto& e : events) {
-      CAPTURE(e.id);
-      CHECK(e.frame == frame_text(e.id));
+      CAPTURE(e->id);
+      CHECK(e->sse == frame_text(e->id));
     }
   }
   CHECK(store->events_after("none", 0, 100).empty());
@@ -100,7 +100,7 @@ TEST_CASE("sqlite_store_events: a session's last_event_id is its newest segment'
   store->append_segment(make_batch("s", 4, 12));
   CHECK(store->find_session("s")->last_event_id == 12);
   CHECK(ids_of(store->events_after("s", 3, 100)) == range(4, 12));
-  for (const auto& e : store->events_after("s", 0, 100)) CHECK(e.frame == frame_text(e.id));
+  for (const auto& e : store->events_after("s", 0, 100)) CHECK(e->sse == frame_text(e->id));
 }
 
 // Retention is exact: the batch the cut goes through keeps only its frames from the cut on,
@@ -125,7 +125,7 @@ TEST_CASE("sqlite_store_events: trim_events keeps exactly the events from the cu
     // Every id >= keep_from survives, with its exact frame.
     for (std::int64_t id = std::max<std::int64_t>(r.keep_from, 1); id <= 12; ++id)
       CHECK(std::find(r.held.begin(), r.held.end(), id) != r.held.end());
-    for (const auto& e : store->events_after("s", 0, 100)) CHECK(e.frame == frame_text(e.id));
+    for (const auto& e : store->events_after("s", 0, 100)) CHECK(e->sse == frame_text(e->id));
     CHECK(store->find_session("s")->last_event_id == 12);  // trimming does not move the sequence
     CHECK(store->oldest_event_id("other") == 1);
   }
@@ -140,7 +140,7 @@ TEST_CASE("sqlite_store_events: rows in the plain-text form of earlier versions 
   store->append_segment(make_batch("s", 4, 6));
   const auto events = store->events_after("s", 1, 100);
   CHECK(ids_of(events) == range(2, 6));
-  for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
+  for (const auto& e : events) CHECK(e->sse == frame_text(e->id));
 }
 
 TEST_CASE("sqlite_store_events: the journal numbers its rows and is cut below a seq") {
@@ -196,7 +196,7 @@ TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds i
   CHECK(ids_of(store->events_after("b", 0, 100)) == range(1, 3));
   CHECK(store->events_after("gone", 0, 100).empty());
   for (const char* id : {"a", "b"})
-    for (const auto& e : store->events_after(id, 0, 100)) CHECK(e.frame == frame_text(e.id));
+    for (const auto& e : store->events_after(id, 0, 100)) CHECK(e->sse == frame_text(e->id));
   CHECK(store->find_session("a")->last_event_id == 7);
   CHECK(store->find_session("b")->last_event_id == 3);
   // One new segment per session for what was journaled.
@@ -228,7 +228,7 @@ TEST_CASE("sqlite_store_events: the fold keeps each event once when retried batc
   CHECK(store->fold_journal() == 5);
   const auto events = store->events_after("s", 0, 100);
   CHECK(ids_of(events) == range(1, 8));
-  for (const auto& e : events) CHECK(e.frame == frame_text(e.id));
+  for (const auto& e : events) CHECK(e->sse == frame_text(e->id));
   CHECK(store->find_session("s")->last_event_id == 8);
 }
 
@@ -261,6 +261,6 @@ TEST_CASE("sqlite_store_events: one journal row holds several sessions' batches;
   CHECK(ids_of(store->events_after("s", 0, 100)) == range(1, 3));
   CHECK(ids_of(store->events_after("t", 0, 100)) == range(1, 4));
   for (const char* id : {"s", "t"})
-    for (const auto& e : store->events_after(id, 0, 100)) CHECK(e.frame == frame_text(e.id));
+    for (const auto& e : store->events_after(id, 0, 100)) CHECK(e->sse == frame_text(e->id));
   CHECK(store->events_after("gone", 0, 100).empty());
 }

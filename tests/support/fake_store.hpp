@@ -101,7 +101,7 @@ class fake_db {
     std::lock_guard lock(mutex_);
     std::set<std::int64_t> ids;
     auto add = [&](const core::event_batch_record& b) {
-      for (const auto& e : core::decode_log_frames(b.frames, b.first_id)) ids.insert(e.id);
+      for (const auto& e : core::decode_log_frames(b.frames, b.first_id)) ids.insert(e->id);
     };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second) add(b);
@@ -364,9 +364,9 @@ class fake_connection final : public core::store_connection {
       return rows;
     });
   }
-  std::vector<core::stored_event> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override {
+  std::vector<core::frame_ptr> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override {
     return read("events_after", [&](fake_data& d) {
-      std::vector<core::stored_event> out;
+      std::vector<core::frame_ptr> out;
       auto it = d.event_batches.find(session_id);
       if (it == d.event_batches.end()) return out;
       auto batches = it->second;
@@ -375,7 +375,7 @@ class fake_connection final : public core::store_connection {
         if (b.last_id <= after_id) continue;
         for (auto& e : core::decode_log_frames(b.frames, b.first_id)) {
           if (out.size() >= limit) return out;
-          if (e.id > after_id) out.push_back(std::move(e));
+          if (e->id > after_id) out.push_back(std::move(e));
         }
       }
       return out;

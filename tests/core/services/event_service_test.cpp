@@ -24,7 +24,7 @@ TEST_CASE("event_service: read_after returns committed events after the cursor")
   REQUIRE(channel);
   CHECK(channel == f.hub.find(s.session.id));
   boost::asio::post(channel->strand(), [channel] {
-    for (int i = 0; i < 3; ++i) channel->publish("r", "token", "content", "t");
+    for (int i = 0; i < 3; ++i) channel->publish("r", agw::core::event_type::token, "content", "t");
   });
   f.settle();
   auto all = f.await(f.events.read_after(s.session.id, 0, 10, 0s));
@@ -40,7 +40,7 @@ TEST_CASE("event_service: with nothing after the cursor, read_after waits for th
   auto channel = f.await(f.events.channel(s.session.id));
   // Published while the poll waits: the commit wakes it, long before its 30 s.
   boost::asio::post(f.io, [channel] {
-    boost::asio::post(channel->strand(), [channel] { channel->publish("r", "token", "content", "late"); });
+    boost::asio::post(channel->strand(), [channel] { channel->publish("r", agw::core::event_type::token, "content", "late"); });
   });
   const auto began = std::chrono::steady_clock::now();
   auto events = f.await(f.events.read_after(s.session.id, 0, 10, 30s));
