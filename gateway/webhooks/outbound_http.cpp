@@ -24,12 +24,6 @@ std::chrono::steady_clock::duration to_duration(std::chrono::duration<double> d)
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
 }
 
-std::string host_header(const core::callback_target& t) {
-  std::string host = t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host;
-  const bool default_port = (t.https && t.port == 443) || (!t.https && t.port == 80);
-  return default_port ? host : host + ":" + std::to_string(t.port);
-}
-
 std::int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
 }
@@ -128,7 +122,7 @@ net::awaitable<core::attempt_result> outbound_http::post(const core::callback_ta
   }
 
   http::request<http::string_body> req{http::verb::post, t.target, 11};
-  req.set(http::field::host, host_header(t));
+  req.set(http::field::host, core::host_header(t));
   for (const auto& [name, value] : headers) req.set(name, value);
   req.set(http::field::connection, "close");
   req.body() = body;
