@@ -1,0 +1,361 @@
+#include "gateway/http/beast_streaming_client.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+using agw::core::body_read;
+using agw::core::streaming_http_errc;
+using agw::core::streaming_request;
+using agw::gateway::beast_streaming_client;
+
+// Waits up to `limit` for `flag`; true when it was set in time.
+bool wait_for(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+// What the server saw of the client's request.
+struct seen_request {
+  std::string head;  // request line and headers
+  std::string body;
+};
+
+// A one-connection HTTP server on 127.0.0.1, port 0, on its own thread with
+// blocking sockets: it reads one request, then runs `script` on the socket.
+// A script that stalls waits on `release`, which the destructor sets.
+class loopback_server {
+ public:
+  using script = std::function<void(tcp::socket&, const std::atomic<bool>& release)>;
+
+  explicit loopback_server(script s) : acceptor_(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this, s = std::move(s)] {
+      try {
+        tcp::socket socket(io_);
+        acceptor_.accept(socket);
+        read_request(socket);
+        s(socket, release_);
+        boost::system::error_code ignored;
+        socket.shutdown(tcp::socket::shutdown_both, ignored);
+      } catch (const std::exception&) {
+        // The client went away (a cancellation or timeout test): nothing to serve.
+      }
+    });
+  }
+  ~loopback_server() {
+    release_ = true;
+    thread_.join();
+  }
+
+  std::uint16_t port() const { return port_; }
+  std::string url(const std::string& target) const { return "http://127.0.0.1:" + std::to_string(port_) + target; }
+  const seen_request& request() const { return request_; }
+
+ private:
+  void read_request(tcp::socket& socket) {
+    std::string data;
+    const auto end = net::read_until(socket, net::dynamic_buffer(data), "\r\n\r\n");
+    request_.head = data.substr(0, end);
+    std::size_t length = 0;
+    if (auto at = request_.head.find("Content-Length: "); at != std::string::npos) length = std::stoul(request_.head.substr(at + 16));
+    request_.body = data.substr(end);
+    if (request_.body.size() < length) {
+      std::string rest(length - request_.body.size(), '\0');
+      net::read(socket, net::buffer(rest));
+      request_.body += rest;
+    }
+  }
+
+  net::io_context io_;
+  tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  seen_request request_;
+  std::atomic<bool> release_{false};
+  std::thread thread_;
+};
+
+void write_all(tcp::socket& socket, const std::string& text) { net::write(socket, net::buffer(text)); }
+
+std::string chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + data + "\r\n";
+}
+
+const std::string sse_head =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Upstream: yes\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+// Runs `scenario` on `io` with a bound on the whole test; fails the test if it does not finish.
+template <class T>
+T run_bounded(net::io_context& io, net::awaitable<T> scenario, std::chrono::seconds limit = 10s) {
+  auto result = net::co_spawn(io, std::move(scenario), net::use_future);
+  io.run_for(limit);
+  REQUIRE_MESSAGE(result.wait_for(0s) == std::future_status::ready, "the scenario did not finish in time");
+  return result.get();
+}
+
+struct stream_outcome {
+  agw::core::open_result opened;
+  int status = 0;
+  std::string content_type;
+  std::string custom_header;
+  std::vector<std::string> pieces;
+  body_read last;
+};
+
+net::awaitable<stream_outcome> read_whole_stream(std::shared_ptr<beast_streaming_client> client, streaming_request request,
+                                                 std::shared_ptr<std::atomic<bool>> first_piece) {
+  stream_outcome out;
+  auto executor = co_await net::this_coro::executor;
+  auto exchange = client->prepare(executor, std::move(request));
+  auto opening = exchange->open();
+  out.opened = co_await std::move(opening);
+  if (out.opened.error) co_return out;
+  out.status = exchange->head().status;
+  if (const auto* v = exchange->head().find("content-type")) out.content_type = *v;
+  if (const auto* v = exchange->head().find("X-UPSTREAM")) out.custom_header = *v;
+  for (int i = 0; i < 100; ++i) {
+    auto reading = exchange->read_some();
+    out.last = co_await std::move(reading);
+    if (!out.last.data.empty()) {
+      out.pieces.push_back(out.last.data);
+      *first_piece = true;
+    }
+    if (out.last.error || out.last.end) break;
+  }
+  co_return out;
+}
+
+streaming_request request_to(const std::string& url) {
+  streaming_request r;
+  r.method = "POST";
+  r.url = url;
+  r.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer k"}};
+  r.body = R"({"stream":true})";
+  r.connect_timeout = 2000ms;
+  r.idle_timeout = 3000ms;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("beast_streaming_client: a chunked event stream arrives piece by piece, as it is sent") {
+  const std::vector<std::string> pieces{"data: one\n\n", "data: two\n\n", "data: three\n\n", "data: [DONE]\n\n"};
+  auto first_piece = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<bool> client_had_a_piece_before_the_last{false};
+  loopback_server server([&](tcp::socket& socket, const std::atomic<bool>&) {
+    write_all(socket, sse_head);
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      if (i + 1 == pieces.size()) client_had_a_piece_before_the_last = wait_for(*first_piece, 5000ms);
+      else if (i > 0) std::this_thread::sleep_for(30ms);
+      write_all(socket, chunk(pieces[i]));
+    }
+    write_all(socket, "0\r\n\r\n");
+  });
+
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+  auto out = run_bounded(io, read_whole_stream(client, request_to(server.url("/v1/chat/completions?x=1")), first_piece));
+
+  REQUIRE_FALSE(out.opened.error);
+  CHECK(out.status == 200);
+  CHECK(out.content_type == "text/event-stream");
+  CHECK(out.custom_header == "yes");
+  CHECK(out.last.end);
+  CHECK_FALSE(out.last.error);
+  CHECK(client_had_a_piece_before_the_last.load());
+  CHECK(out.pieces.size() >= 2);
+  std::string joined;
+  for (const auto& p : out.pieces) joined += p;
+  CHECK(joined == "data: one\n\ndata: two\n\ndata: three\n\ndata: [DONE]\n\n");
+
+  const auto& seen = server.request();
+  CHECK(seen.head.starts_with("POST /v1/chat/completions?x=1 HTTP/1.1\r\n"));
+  CHECK(seen.head.find("Host: 127.0.0.1:" + std::to_string(server.port()) + "\r\n") != std::string::npos);
+  CHECK(seen.head.find("Authorization: Bearer k\r\n") != std::string::npos);
+  CHECK(seen.body == R"({"stream":true})");
+}
+
+TEST_CASE("beast_streaming_client: a body with Content-Length and an error status are read like any other") {
+  loopback_server server([](tcp::socket& socket, const std::atomic<bool>&) {
+    write_all(socket, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n");
+    write_all(socket, R"({"error":"x"})");
+  });
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+  auto out = run_bounded(io, read_whole_stream(client, request_to(server.url("/")), std::make_shared<std::atomic<bool>>()));
+  REQUIRE_FALSE(out.opened.error);
+  CHECK(out.status == 429);
+  CHECK(out.last.end);
+  std::string joined;
+  for (const auto& p : out.pieces) joined += p;
+  CHECK(joined == R"({"error":"x"})");
+}
+
+TEST_CASE("beast_streaming_client: a server that stops sending ends the read with idle_timeout") {
+  loopback_server server([](tcp::socket& socket, const std::atomic<bool>& release) {
+    write_all(socket, sse_head);
+    write_all(socket, chunk("data: one\n\n"));
+    // Stall without closing, until the test is over (bounded).
+    wait_for(release, 3000ms);
+  });
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+  auto request = request_to(server.url("/stall"));
+  request.idle_timeout = 200ms;
+  const auto started = std::chrono::steady_clock::now();
+  auto out = run_bounded(io, read_whole_stream(client, request, std::make_shared<std::atomic<bool>>()));
+  const auto took = std::chrono::steady_clock::now() - started;
+  REQUIRE_FALSE(out.opened.error);
+  REQUIRE(out.pieces.size() == 1);
+  CHECK(out.pieces[0] == "data: one\n\n");
+  CHECK(out.last.error == streaming_http_errc::idle_timeout);
+  CHECK(took >= 200ms);
+  CHECK(took < 2000ms);
+}
+
+TEST_CASE("beast_streaming_client: a server that never answers the header ends open() with idle_timeout") {
+  loopback_server server([](tcp::socket&, const std::atomic<bool>& release) {
+    wait_for(release, 3000ms);
+  });
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+  auto request = request_to(server.url("/"));
+  request.idle_timeout = 200ms;
+  auto out = run_bounded(io, read_whole_stream(client, request, std::make_shared<std::atomic<bool>>()));
+  CHECK(out.opened.error == streaming_http_errc::idle_timeout);
+}
+
+namespace {
+
+struct cancel_outcome {
+  body_read first;
+  body_read cancelled;
+  body_read after;
+  std::chrono::steady_clock::duration waited{};
+};
+
+// Reads one piece, then a read that stalls; cancel() from a timer 100 ms later must end it.
+net::awaitable<cancel_outcome> cancel_with_method(std::shared_ptr<beast_streaming_client> client, streaming_request request) {
+  cancel_outcome out;
+  auto executor = co_await net::this_coro::executor;
+  auto exchange = client->prepare(executor, std::move(request));
+  auto opening = exchange->open();
+  auto opened = co_await std::move(opening);
+  REQUIRE_FALSE(opened.error);
+  auto reading = exchange->read_some();
+  out.first = co_await std::move(reading);
+
+  auto timer = std::make_shared<net::steady_timer>(executor, 100ms);
+  timer->async_wait([timer, exchange](const boost::system::error_code& ec) {
+    if (!ec) exchange->cancel();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto stalled = exchange->read_some();
+  out.cancelled = co_await std::move(stalled);
+  out.waited = std::chrono::steady_clock::now() - started;
+  auto again = exchange->read_some();
+  out.after = co_await std::move(again);
+  co_return out;
+}
+
+// The same, but the read is cancelled the Asio way: raced against a timer, as a provider races it against the run's abort.
+net::awaitable<cancel_outcome> cancel_by_race(std::shared_ptr<beast_streaming_client> client, streaming_request request) {
+  using namespace boost::asio::experimental::awaitable_operators;
+  cancel_outcome out;
+  auto executor = co_await net::this_coro::executor;
+  auto exchange = client->prepare(executor, std::move(request));
+  auto opening = exchange->open();
+  auto opened = co_await std::move(opening);
+  REQUIRE_FALSE(opened.error);
+  auto reading = exchange->read_some();
+  out.first = co_await std::move(reading);
+
+  net::steady_timer abort_signal(executor, 100ms);
+  const auto started = std::chrono::steady_clock::now();
+  auto stalled = exchange->read_some();
+  auto aborted = abort_signal.async_wait(net::use_awaitable);
+  auto race = std::move(stalled) || std::move(aborted);
+  auto winner = co_await std::move(race);
+  out.waited = std::chrono::steady_clock::now() - started;
+  CHECK(winner.index() == 1);
+  auto again = exchange->read_some();
+  out.after = co_await std::move(again);
+  co_return out;
+}
+
+}  // namespace
+
+TEST_CASE("beast_streaming_client: cancellation stops a pending read at once") {
+  auto stalling_server = [](tcp::socket& socket, const std::atomic<bool>& release) {
+    write_all(socket, sse_head);
+    write_all(socket, chunk("data: one\n\n"));
+    wait_for(release, 3000ms);
+  };
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+
+  SUBCASE("exchange->cancel()") {
+    loopback_server server(stalling_server);
+    auto out = run_bounded(io, cancel_with_method(client, request_to(server.url("/"))));
+    CHECK(out.first.data == "data: one\n\n");
+    CHECK(out.cancelled.error == streaming_http_errc::cancelled);
+    CHECK(out.waited < 1000ms);
+    CHECK(out.after.error == streaming_http_errc::cancelled);
+  }
+  SUBCASE("per-operation cancellation of read_some()") {
+    loopback_server server(stalling_server);
+    auto out = run_bounded(io, cancel_by_race(client, request_to(server.url("/"))));
+    CHECK(out.first.data == "data: one\n\n");
+    CHECK(out.waited < 1000ms);
+    CHECK(out.after.error == streaming_http_errc::cancelled);
+  }
+}
+
+TEST_CASE("beast_streaming_client: connection failures are error codes") {
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+  auto no_piece = std::make_shared<std::atomic<bool>>();
+  SUBCASE("nothing listens on the port") {
+    std::uint16_t port = 0;
+    {
+      tcp::acceptor probe(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+      port = probe.local_endpoint().port();
+    }
+    auto out = run_bounded(io, read_whole_stream(client, request_to("http://127.0.0.1:" + std::to_string(port) + "/"), no_piece));
+    CHECK(out.opened.error == streaming_http_errc::connect_failed);
+  }
+  SUBCASE("not an http URL") {
+    auto out = run_bounded(io, read_whole_stream(client, request_to("ftp://127.0.0.1/"), no_piece));
+    CHECK(out.opened.error == streaming_http_errc::bad_url);
+    CHECK(out.opened.detail == "url must use http or https");
+  }
+}
