@@ -9,11 +9,16 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -48,25 +53,32 @@ struct seen_request {
   std::string body;
 };
 
+// Sends bytes to the client, over TCP or TLS.
+using writer = std::function<void(const std::string&)>;
+
 // A one-connection HTTP server on 127.0.0.1, port 0, on its own thread with
-// blocking sockets: it reads one request, then runs `script` on the socket.
-// A script that stalls waits on `release`, which the destructor sets.
+// blocking sockets (TLS when given a context): it reads one request, then runs
+// `script`. A script that stalls waits on `release`, which the destructor sets.
 class loopback_server {
  public:
-  using script = std::function<void(tcp::socket&, const std::atomic<bool>& release)>;
+  using script = std::function<void(const writer& write, const std::atomic<bool>& release)>;
 
-  explicit loopback_server(script s) : acceptor_(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
+  explicit loopback_server(script s, net::ssl::context* tls = nullptr)
+      : acceptor_(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)), tls_(tls) {
     port_ = acceptor_.local_endpoint().port();
     thread_ = std::thread([this, s = std::move(s)] {
       try {
         tcp::socket socket(io_);
         acceptor_.accept(socket);
-        read_request(socket);
-        s(socket, release_);
-        boost::system::error_code ignored;
-        socket.shutdown(tcp::socket::shutdown_both, ignored);
+        if (tls_) {
+          net::ssl::stream<tcp::socket> stream(std::move(socket), *tls_);
+          stream.handshake(net::ssl::stream_base::server);
+          serve(stream, s);
+        } else {
+          serve(socket, s);
+        }
       } catch (const std::exception&) {
-        // The client went away (a cancellation or timeout test): nothing to serve.
+        // The client went away or refused the handshake (timeout, cancellation, TLS tests): nothing to serve.
       }
     });
   }
@@ -76,33 +88,45 @@ class loopback_server {
   }
 
   std::uint16_t port() const { return port_; }
-  std::string url(const std::string& target) const { return "http://127.0.0.1:" + std::to_string(port_) + target; }
+  std::string url(const std::string& target) const {
+    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + target;
+  }
   const seen_request& request() const { return request_; }
 
  private:
-  void read_request(tcp::socket& socket) {
+  template <class Stream>
+  void serve(Stream& stream, const script& s) {
+    read_request(stream);
+    const writer write = [&stream](const std::string& text) { net::write(stream, net::buffer(text)); };
+    s(write, release_);
+    boost::system::error_code ignored;
+    auto& lowest = stream.lowest_layer();
+    lowest.shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  template <class Stream>
+  void read_request(Stream& stream) {
     std::string data;
-    const auto end = net::read_until(socket, net::dynamic_buffer(data), "\r\n\r\n");
+    const auto end = net::read_until(stream, net::dynamic_buffer(data), "\r\n\r\n");
     request_.head = data.substr(0, end);
     std::size_t length = 0;
     if (auto at = request_.head.find("Content-Length: "); at != std::string::npos) length = std::stoul(request_.head.substr(at + 16));
     request_.body = data.substr(end);
     if (request_.body.size() < length) {
       std::string rest(length - request_.body.size(), '\0');
-      net::read(socket, net::buffer(rest));
+      net::read(stream, net::buffer(rest));
       request_.body += rest;
     }
   }
 
   net::io_context io_;
   tcp::acceptor acceptor_;
+  net::ssl::context* tls_;
   std::uint16_t port_ = 0;
   seen_request request_;
   std::atomic<bool> release_{false};
   std::thread thread_;
 };
-
-void write_all(tcp::socket& socket, const std::string& text) { net::write(socket, net::buffer(text)); }
 
 std::string chunk(const std::string& data) {
   char size[32];
@@ -171,14 +195,14 @@ TEST_CASE("beast_streaming_client: a chunked event stream arrives piece by piece
   const std::vector<std::string> pieces{"data: one\n\n", "data: two\n\n", "data: three\n\n", "data: [DONE]\n\n"};
   auto first_piece = std::make_shared<std::atomic<bool>>(false);
   std::atomic<bool> client_had_a_piece_before_the_last{false};
-  loopback_server server([&](tcp::socket& socket, const std::atomic<bool>&) {
-    write_all(socket, sse_head);
+  loopback_server server([&](const writer& write, const std::atomic<bool>&) {
+    write(sse_head);
     for (std::size_t i = 0; i < pieces.size(); ++i) {
       if (i + 1 == pieces.size()) client_had_a_piece_before_the_last = wait_for(*first_piece, 5000ms);
       else if (i > 0) std::this_thread::sleep_for(30ms);
-      write_all(socket, chunk(pieces[i]));
+      write(chunk(pieces[i]));
     }
-    write_all(socket, "0\r\n\r\n");
+    write("0\r\n\r\n");
   });
 
   net::io_context io;
@@ -205,9 +229,9 @@ TEST_CASE("beast_streaming_client: a chunked event stream arrives piece by piece
 }
 
 TEST_CASE("beast_streaming_client: a body with Content-Length and an error status are read like any other") {
-  loopback_server server([](tcp::socket& socket, const std::atomic<bool>&) {
-    write_all(socket, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n");
-    write_all(socket, R"({"error":"x"})");
+  loopback_server server([](const writer& write, const std::atomic<bool>&) {
+    write("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n");
+    write(R"({"error":"x"})");
   });
   net::io_context io;
   auto client = std::make_shared<beast_streaming_client>();
@@ -221,9 +245,9 @@ TEST_CASE("beast_streaming_client: a body with Content-Length and an error statu
 }
 
 TEST_CASE("beast_streaming_client: a server that stops sending ends the read with idle_timeout") {
-  loopback_server server([](tcp::socket& socket, const std::atomic<bool>& release) {
-    write_all(socket, sse_head);
-    write_all(socket, chunk("data: one\n\n"));
+  loopback_server server([](const writer& write, const std::atomic<bool>& release) {
+    write(sse_head);
+    write(chunk("data: one\n\n"));
     // Stall without closing, until the test is over (bounded).
     wait_for(release, 3000ms);
   });
@@ -243,7 +267,7 @@ TEST_CASE("beast_streaming_client: a server that stops sending ends the read wit
 }
 
 TEST_CASE("beast_streaming_client: a server that never answers the header ends open() with idle_timeout") {
-  loopback_server server([](tcp::socket&, const std::atomic<bool>& release) {
+  loopback_server server([](const writer&, const std::atomic<bool>& release) {
     wait_for(release, 3000ms);
   });
   net::io_context io;
@@ -315,9 +339,9 @@ net::awaitable<cancel_outcome> cancel_by_race(std::shared_ptr<beast_streaming_cl
 }  // namespace
 
 TEST_CASE("beast_streaming_client: cancellation stops a pending read at once") {
-  auto stalling_server = [](tcp::socket& socket, const std::atomic<bool>& release) {
-    write_all(socket, sse_head);
-    write_all(socket, chunk("data: one\n\n"));
+  auto stalling_server = [](const writer& write, const std::atomic<bool>& release) {
+    write(sse_head);
+    write(chunk("data: one\n\n"));
     wait_for(release, 3000ms);
   };
   net::io_context io;
@@ -357,5 +381,80 @@ TEST_CASE("beast_streaming_client: connection failures are error codes") {
     auto out = run_bounded(io, read_whole_stream(client, request_to("ftp://127.0.0.1/"), no_piece));
     CHECK(out.opened.error == streaming_http_errc::bad_url);
     CHECK(out.opened.detail == "url must use http or https");
+  }
+}
+
+namespace {
+
+// A directory of its own under the system temp dir, removed at the end.
+struct temp_dir {
+  temp_dir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "agw-streaming-tls-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
+// A self-signed certificate for 127.0.0.1 (IP SAN), by the openssl CLI; false when that fails.
+bool make_self_signed(const temp_dir& dir) {
+  const std::string command = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+                              "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
+                              (dir.path / "key.pem").string() + "' -out '" + (dir.path / "cert.pem").string() +
+                              "' >/dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("beast_streaming_client: https verifies the server against the extra CA file and streams the same way") {
+  temp_dir dir;
+  REQUIRE_MESSAGE(make_self_signed(dir), "the openssl CLI is needed to make a certificate: run scripts/setup.sh");
+  net::ssl::context server_tls(net::ssl::context::tls_server);
+  server_tls.use_certificate_chain_file((dir.path / "cert.pem").string());
+  server_tls.use_private_key_file((dir.path / "key.pem").string(), net::ssl::context::pem);
+  net::io_context io;
+  auto first_piece = std::make_shared<std::atomic<bool>>(false);
+
+  SUBCASE("trusted through the extra CA file: the pieces arrive as they are sent") {
+    std::atomic<bool> client_had_a_piece_before_the_last{false};
+    loopback_server server(
+        [&](const writer& write, const std::atomic<bool>&) {
+          write(sse_head);
+          write(chunk("data: one\n\n"));
+          client_had_a_piece_before_the_last = wait_for(*first_piece, 5000ms);
+          write(chunk("data: two\n\n"));
+          write("0\r\n\r\n");
+        },
+        &server_tls);
+    agw::gateway::beast_streaming_client_options options;
+    options.extra_ca_file = (dir.path / "cert.pem").string();
+    auto client = std::make_shared<beast_streaming_client>(options);
+    auto out = run_bounded(io, read_whole_stream(client, request_to(server.url("/v1/chat/completions")), first_piece));
+    REQUIRE_FALSE(out.opened.error);
+    CHECK(out.status == 200);
+    CHECK(out.last.end);
+    CHECK(client_had_a_piece_before_the_last.load());
+    std::string joined;
+    for (const auto& p : out.pieces) joined += p;
+    CHECK(joined == "data: one\n\ndata: two\n\n");
+    CHECK(server.request().head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"));
+  }
+  SUBCASE("not trusted: open() fails with tls_failed") {
+    loopback_server server([](const writer&, const std::atomic<bool>&) {}, &server_tls);
+    auto client = std::make_shared<beast_streaming_client>();
+    auto out = run_bounded(io, read_whole_stream(client, request_to(server.url("/")), first_piece));
+    CHECK(out.opened.error == streaming_http_errc::tls_failed);
+    CHECK(out.opened.detail.starts_with("tls: "));
+  }
+  SUBCASE("a missing extra CA file stops start-up") {
+    agw::gateway::beast_streaming_client_options options;
+    options.extra_ca_file = (dir.path / "absent.pem").string();
+    options.ca_file_setting = "GATEWAY_TEST_CA_FILE";
+    CHECK_THROWS_WITH_AS(beast_streaming_client{options}, doctest::Contains("GATEWAY_TEST_CA_FILE"), std::runtime_error);
   }
 }
