@@ -26,6 +26,8 @@
 //     auto either = std::move(reading) || std::move(aborted);   // awaitable_operators
 //     auto outcome = co_await std::move(either);
 //   When the run is aborted the sleep returns first and the read is cancelled.
+//   An implementation checks for it after every step, so a step that ignores
+//   cancellation (a name lookup) delays it at most until that step returns.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>

@@ -1,6 +1,7 @@
 #include "gateway/http/beast_streaming_client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -44,6 +45,10 @@ streaming_http_errc classify(const error_code& ec, phase p) {
   return streaming_http_errc::connection_lost;
 }
 
+// One request and its response over one connection: owns the resolver, the
+// TCP (or TLS) stream, the read buffer, the parser and the piece buffer. Not
+// thread-safe: runs on the executor it was prepared with; each coroutine holds
+// the exchange alive (shared_from_this) while it runs.
 class beast_exchange final : public core::streaming_http_exchange, public std::enable_shared_from_this<beast_exchange> {
  public:
   beast_exchange(net::any_io_executor executor, core::streaming_request request, std::shared_ptr<net::ssl::context> tls,
@@ -66,6 +71,14 @@ class beast_exchange final : public core::streaming_http_exchange, public std::e
 
  private:
   enum class state { fresh, opening, open, done, failed };
+
+  // True once cancel() ran or the awaiting coroutine was cancelled. Checked after
+  // every step, so even an operation that ignores cancellation (a name lookup)
+  // stops the exchange as soon as it returns.
+  bool stopped(const net::cancellation_state& cs) {
+    if (cs.cancelled() != net::cancellation_type::none) cancelled_ = true;
+    return cancelled_;
+  }
 
   beast::tcp_stream* lowest() {
     if (tls_stream_) return &beast::get_lowest_layer(*tls_stream_);
@@ -144,9 +157,10 @@ net::awaitable<core::open_result> beast_exchange::open() {
   auto self = shared_from_this();
   // Cancellation comes back as an error code like every other failure, never as an exception.
   co_await net::this_coro::throw_if_cancelled(false);
+  const auto cs = co_await net::this_coro::cancellation_state;
   if (state_ != state::fresh) co_return core::open_result{streaming_http_errc::misuse, "open: called twice"};
   state_ = state::opening;
-  if (cancelled_) co_return open_failure(streaming_http_errc::cancelled, "open: cancelled");
+  if (stopped(cs)) co_return open_failure(streaming_http_errc::cancelled, "open: cancelled");
 
   auto parsed = core::parse_http_url(request_.url, "url");
   if (auto* why = std::get_if<std::string>(&parsed)) co_return open_failure(streaming_http_errc::bad_url, *why);
@@ -157,7 +171,7 @@ net::awaitable<core::open_result> beast_exchange::open() {
   resolver_ = std::make_shared<tcp::resolver>(executor_);
   auto resolving = resolve_host(resolver_, url.host, url.host_is_address, url.port, request_.connect_timeout);
   auto resolved = co_await std::move(resolving);
-  if (cancelled_) co_return open_failure(streaming_http_errc::cancelled, "resolve: cancelled");
+  if (stopped(cs)) co_return open_failure(streaming_http_errc::cancelled, "resolve: cancelled");
   if (resolved.error) co_return open_failure(resolved.error, phase::connecting, "resolve");
   if (resolved.addresses.empty()) co_return open_failure(streaming_http_errc::resolve_failed, "resolve: no address for " + url.host);
   std::vector<tcp::endpoint> endpoints;
@@ -168,7 +182,7 @@ net::awaitable<core::open_result> beast_exchange::open() {
   auto connecting = tcp_->async_connect(endpoints, net::as_tuple(net::use_awaitable));
   auto [connect_ec, endpoint] = co_await std::move(connecting);
   (void)endpoint;
-  if (connect_ec || cancelled_) co_return open_failure(connect_ec, phase::connecting, "connect");
+  if (connect_ec || stopped(cs)) co_return open_failure(connect_ec, phase::connecting, "connect");
 
   if (url.https) {
     tls_stream_.emplace(std::move(*tcp_), *tls_context_);
@@ -178,7 +192,7 @@ net::awaitable<core::open_result> beast_exchange::open() {
     beast::get_lowest_layer(*tls_stream_).expires_at(deadline);
     auto handshaking = tls_stream_->async_handshake(net::ssl::stream_base::client, net::as_tuple(net::use_awaitable));
     auto [handshake_ec] = co_await std::move(handshaking);
-    if (handshake_ec || cancelled_) co_return open_failure(handshake_ec, phase::handshaking, "tls");
+    if (handshake_ec || stopped(cs)) co_return open_failure(handshake_ec, phase::handshaking, "tls");
   }
 
   auto req = make_request(url);
@@ -188,7 +202,7 @@ net::awaitable<core::open_result> beast_exchange::open() {
   auto writing = with_stream(write);
   auto [write_ec, written] = co_await std::move(writing);
   (void)written;
-  if (write_ec || cancelled_) co_return open_failure(write_ec, phase::exchanging, "send");
+  if (write_ec || stopped(cs)) co_return open_failure(write_ec, phase::exchanging, "send");
 
   lowest()->expires_after(request_.idle_timeout);
   auto read_header = [this](auto& stream) {
@@ -197,7 +211,7 @@ net::awaitable<core::open_result> beast_exchange::open() {
   auto reading = with_stream(read_header);
   auto [read_ec, read] = co_await std::move(reading);
   (void)read;
-  if (read_ec || cancelled_) co_return open_failure(read_ec, phase::exchanging, "response");
+  if (read_ec || stopped(cs)) co_return open_failure(read_ec, phase::exchanging, "response");
 
   const auto& res = parser_.get();
   head_.status = static_cast<int>(res.result_int());
@@ -209,8 +223,9 @@ net::awaitable<core::open_result> beast_exchange::open() {
 net::awaitable<core::body_read> beast_exchange::read_some() {
   auto self = shared_from_this();
   co_await net::this_coro::throw_if_cancelled(false);
+  const auto cs = co_await net::this_coro::cancellation_state;
   core::body_read out;
-  if (cancelled_) {
+  if (stopped(cs)) {
     out.error = streaming_http_errc::cancelled;
     out.detail = "body: cancelled";
     co_return out;
@@ -242,11 +257,11 @@ net::awaitable<core::body_read> beast_exchange::read_some() {
     const auto got = piece_.size() - parser_.get().body().size;
     if (got > 0) {
       // Bytes that came with an error are still the caller's: they go now, the error with the next read.
-      if (ec || cancelled_) pending_error_ = ec ? ec : error_code(net::error::operation_aborted);
+      if (ec || stopped(cs)) pending_error_ = ec ? ec : error_code(net::error::operation_aborted);
       out.data.assign(piece_.data(), got);
       break;
     }
-    if (ec || cancelled_) co_return read_failure(ec ? ec : error_code(net::error::operation_aborted));
+    if (ec || stopped(cs)) co_return read_failure(ec ? ec : error_code(net::error::operation_aborted));
   }
   if (!pending_error_ && parser_.is_done()) {
     out.end = true;

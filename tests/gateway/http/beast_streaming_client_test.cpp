@@ -336,6 +336,25 @@ net::awaitable<cancel_outcome> cancel_by_race(std::shared_ptr<beast_streaming_cl
   co_return out;
 }
 
+// open() raced against a timer while the server sits on the request without answering.
+net::awaitable<agw::core::open_result> cancel_open_by_race(std::shared_ptr<beast_streaming_client> client,
+                                                         streaming_request request) {
+  using namespace boost::asio::experimental::awaitable_operators;
+  auto executor = co_await net::this_coro::executor;
+  auto exchange = client->prepare(executor, std::move(request));
+  net::steady_timer abort_signal(executor, 100ms);
+  auto opening = exchange->open();
+  auto aborted = abort_signal.async_wait(net::use_awaitable);
+  auto race = std::move(opening) || std::move(aborted);
+  auto winner = co_await std::move(race);
+  CHECK(winner.index() == 1);
+  auto reading = exchange->read_some();
+  auto after = co_await std::move(reading);
+  CHECK(after.error == streaming_http_errc::cancelled);
+  auto again = exchange->open();
+  co_return co_await std::move(again);
+}
+
 }  // namespace
 
 TEST_CASE("beast_streaming_client: cancellation stops a pending read at once") {
@@ -362,6 +381,16 @@ TEST_CASE("beast_streaming_client: cancellation stops a pending read at once") {
     CHECK(out.waited < 1000ms);
     CHECK(out.after.error == streaming_http_errc::cancelled);
   }
+}
+
+TEST_CASE("beast_streaming_client: cancellation stops open() while it waits for the response header") {
+  loopback_server server([](const writer&, const std::atomic<bool>& release) { wait_for(release, 3000ms); });
+  net::io_context io;
+  auto client = std::make_shared<beast_streaming_client>();
+  const auto started = std::chrono::steady_clock::now();
+  auto second_open = run_bounded(io, cancel_open_by_race(client, request_to(server.url("/"))));
+  CHECK(std::chrono::steady_clock::now() - started < 1000ms);
+  CHECK(second_open.error == streaming_http_errc::misuse);
 }
 
 TEST_CASE("beast_streaming_client: connection failures are error codes") {
