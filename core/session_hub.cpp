@@ -2,9 +2,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include "core/agents/mock_agent.hpp"
-#include "core/runs/run_context.hpp"
-
 namespace agw::core {
 
 namespace net = boost::asio;
@@ -15,7 +12,7 @@ session_hub::session_hub(io_executor executor, store_executor& store, journal_cl
       store_(store),
       stats_(stats),
       appender_(store, executor_),
-      services_{store, appender_, claims, stats}, config_(config), tools_(tools), mock_(std::make_shared<mock_agent>()) {}
+      services_{store, appender_, claims, stats}, config_(config), tools_(tools), providers_(builtin_provider_registry()) {}
 
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
   std::lock_guard lock(mutex_);
@@ -66,27 +63,6 @@ void session_hub::close_all_streams() {
   for (auto& c : all) net::post(c->strand(), [c] { c->close_subscribers(); });
 }
 
-namespace {
-
-// Stands in for a provider this build cannot reach yet: the run fails cleanly.
-class unavailable_agent final : public agent {
- public:
-  explicit unavailable_agent(std::string provider) : provider_(std::move(provider)) {}
-  net::awaitable<void> run(run_context& ctx) override {
-    ctx.fail("provider_unavailable", "provider '" + provider_ + "' is not available in this build");
-    co_return;
-  }
-
- private:
-  std::string provider_;
-};
-
-}  // namespace
-
-std::shared_ptr<agent> session_hub::agent_for(const session_record& session) {
-  const auto* provider = session.config.if_contains("provider");
-  if (!provider || (provider->is_string() && provider->get_string() == "mock")) return mock_;
-  return std::make_shared<unavailable_agent>(provider->is_string() ? std::string(provider->get_string()) : "?");
-}
+std::shared_ptr<agent> session_hub::agent_for(const session_record& session) { return providers_.make_agent(session); }
 
 }  // namespace agw::core

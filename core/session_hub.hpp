@@ -2,7 +2,7 @@
 // The live side of every session: one session_channel per session that has
 // been used since start-up, created on first use with the session's last
 // committed event id so ids continue across restarts. Also picks the agent
-// for a session's config.
+// for a session's config, through the provider registry.
 // Thread-safe: a mutex guards the map only; channel work runs on each
 // channel's strand, never under the mutex.
 #include <memory>
@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "core/agents/agent.hpp"
+#include "core/agents/provider_registry.hpp"
 #include "core/events/journal_claims.hpp"
 #include "core/metrics.hpp"
 #include "core/runs/session_channel.hpp"
@@ -38,6 +39,7 @@ class session_hub {
   // Draining: close every subscriber stream (clients reconnect elsewhere or later).
   void close_all_streams();
 
+  // The agent config.provider names (see provider_registry::make_agent).
   std::shared_ptr<agent> agent_for(const session_record& session);
   tool_runner& tools() { return tools_; }
 
@@ -49,7 +51,8 @@ class session_hub {
   channel_services services_;
   const settings& config_;
   tool_runner& tools_;
-  std::shared_ptr<agent> mock_;
+  // The same registry validate_config asks, so every valid config names a provider it can make.
+  const provider_registry& providers_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<session_channel>> channels_;
   // Ids deleted since start-up: a request that looked the session up just before its

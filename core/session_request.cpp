@@ -4,7 +4,7 @@
 #include <charconv>
 #include <set>
 
-#include "core/agents/mock_options.hpp"
+#include "core/agents/provider_registry.hpp"
 #include "core/api_error.hpp"
 
 namespace agw::core {
@@ -59,10 +59,7 @@ std::string parse_status(const boost::json::value& v) {
 void validate_config(const boost::json::object& config) {
   if (boost::json::serialize(config).size() > session_limits::max_config_bytes)
     bad("config must be at most " + std::to_string(session_limits::max_config_bytes) + " bytes of JSON");
-  if (auto* p = config.if_contains("provider")) {
-    if (!p->is_string() || (p->get_string() != "mock" && p->get_string() != "openai"))
-      bad("config.provider must be \"mock\" or \"openai\"");
-  }
+  const auto& provider = builtin_provider_registry().select(config);
   if (auto* m = config.if_contains("model"); m && !m->is_string()) bad("config.model must be a string");
   if (auto* t = config.if_contains("temperature")) {
     if (!t->is_number() || t->to_number<double>() < 0 || t->to_number<double>() > 2)
@@ -72,7 +69,8 @@ void validate_config(const boost::json::object& config) {
     bool ok = (t->is_int64() && t->get_int64() > 0) || (t->is_uint64() && t->get_uint64() > 0 && t->get_uint64() < (1ull << 32));
     if (!ok) bad("config.max_tokens must be a positive integer");
   }
-  parse_mock_options(config.if_contains("mock"));
+  // The provider's own options last, after the fields every provider shares.
+  provider.validate(config);
 }
 
 session_record parse_session_create(const boost::json::value& body) {

@@ -54,7 +54,9 @@ std::int64_t parse_offset(std::string_view text);
 // Rejects a query string that names the same key twice (ambiguous intent).
 void reject_duplicate_keys(const query_params& params);
 
-// Validates config (provider, model, temperature, max_tokens, mock options).
+// Validates config: its size, config.provider (a provider of
+// builtin_provider_registry(), "mock" when absent), the fields every provider
+// shares (model, temperature, max_tokens), then that provider's own options.
 void validate_config(const boost::json::object& config);
 
 }  // namespace agw::core

@@ -7,17 +7,13 @@
 #include <string_view>
 #include <variant>
 
+#include "core/http/http_url.hpp"
+
 namespace agw::core {
 
 inline constexpr std::size_t max_callback_url_bytes = 2048;
 
-struct callback_target {
-  bool https = false;
-  std::string host;  // lower-case; an IPv6 literal without its brackets
-  std::uint16_t port = 0;
-  std::string target;  // path and query, "/" at least
-  bool host_is_address = false;
-};
+using callback_target = http_url;
 
 // The target, or the reason the URL is refused (for a 400 message).
 std::variant<callback_target, std::string> parse_callback_url(std::string_view url);

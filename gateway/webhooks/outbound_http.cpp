@@ -1,15 +1,14 @@
 #include "gateway/webhooks/outbound_http.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <openssl/ssl.h>
+
+#include "gateway/http/client_connection.hpp"
 
 namespace agw::gateway {
 
@@ -22,12 +21,6 @@ namespace {
 
 std::chrono::steady_clock::duration to_duration(std::chrono::duration<double> d) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-}
-
-std::string host_header(const core::callback_target& t) {
-  std::string host = t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host;
-  const bool default_port = (t.https && t.port == 443) || (!t.https && t.port == 80);
-  return default_port ? host : host + ":" + std::to_string(t.port);
 }
 
 std::int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
@@ -71,28 +64,15 @@ net::awaitable<core::attempt_result> exchange(Stream& stream, http::request<http
 net::awaitable<resolved_target> resolve_callback_target(const core::callback_target& t, const core::address_policy& policy,
                                                         std::chrono::steady_clock::duration timeout) {
   resolved_target out;
-  std::vector<net::ip::address> addresses;
-  if (t.host_is_address) {
-    addresses.push_back(net::ip::make_address(t.host));
-  } else {
-    auto executor = co_await net::this_coro::executor;
-    auto resolver = std::make_shared<tcp::resolver>(executor);
-    net::steady_timer deadline(executor);
-    deadline.expires_after(timeout);
-    // The resolver is shared with the timer's handler, which may run after this frame is gone.
-    deadline.async_wait([resolver](const boost::system::error_code& ec) {
-      if (!ec) resolver->cancel();
-    });
-    auto resolving = resolver->async_resolve(t.host, std::to_string(t.port), net::as_tuple(net::use_awaitable));
-    auto [ec, results] = co_await std::move(resolving);
-    deadline.cancel();
-    if (ec) {
-      out.refusal = ec == net::error::operation_aborted ? "resolve: timed out" : "resolve: " + ec.message();
-      co_return out;
-    }
-    for (const auto& entry : results) addresses.push_back(entry.endpoint().address());
+  auto executor = co_await net::this_coro::executor;
+  auto resolving = resolve_host(std::make_shared<tcp::resolver>(executor), t.host, t.host_is_address, t.port, timeout);
+  auto resolved = co_await std::move(resolving);
+  if (const auto& ec = resolved.error) {
+    const bool timed_out = ec == net::error::timed_out || ec == net::error::operation_aborted;
+    out.refusal = timed_out ? "resolve: timed out" : "resolve: " + ec.message();
+    co_return out;
   }
-  for (const auto& a : addresses) {
+  for (const auto& a : resolved.addresses) {
     auto why = policy.refusal(t.host, a);
     if (why.empty()) out.endpoints.emplace_back(a, t.port);
     else if (out.refusal.empty()) out.refusal = why;
@@ -101,16 +81,8 @@ net::awaitable<resolved_target> resolve_callback_target(const core::callback_tar
   co_return out;
 }
 
-outbound_http::outbound_http(const core::settings& config) : config_(config), tls_(net::ssl::context::tls_client) {
-  tls_.set_default_verify_paths();
-  if (!config.webhook_ca_file.empty()) {
-    boost::system::error_code ec;
-    tls_.load_verify_file(config.webhook_ca_file, ec);
-    if (ec) throw std::runtime_error("GATEWAY_WEBHOOK_CA_FILE '" + config.webhook_ca_file + "': " + ec.message());
-  }
-  tls_.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 | net::ssl::context::no_sslv3 |
-                   net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
-}
+outbound_http::outbound_http(const core::settings& config)
+    : config_(config), tls_(make_tls_client_context(config.webhook_ca_file, "GATEWAY_WEBHOOK_CA_FILE")) {}
 
 net::awaitable<core::attempt_result> outbound_http::post(const core::callback_target& t, const core::address_policy& policy,
                                                          const header_list& headers, const std::string& body) {
@@ -128,7 +100,7 @@ net::awaitable<core::attempt_result> outbound_http::post(const core::callback_ta
   }
 
   http::request<http::string_body> req{http::verb::post, t.target, 11};
-  req.set(http::field::host, host_header(t));
+  req.set(http::field::host, core::host_header(t));
   for (const auto& [name, value] : headers) req.set(name, value);
   req.set(http::field::connection, "close");
   req.body() = body;
@@ -156,14 +128,11 @@ net::awaitable<core::attempt_result> outbound_http::post(const core::callback_ta
   }
 
   beast::ssl_stream<beast::tcp_stream> tls_stream(std::move(tcp_stream), tls_);
-  // SNI names the host; certificates are checked against it (an IP literal is matched against the certificate's IP SANs).
-  if (!t.host_is_address && !SSL_set_tlsext_host_name(tls_stream.native_handle(), t.host.c_str())) {
+  if (!prepare_tls_client(tls_stream, t.host, t.host_is_address)) {
     out.error = "tls: could not set SNI";
     out.duration_ms = elapsed_ms(started);
     co_return out;
   }
-  tls_stream.set_verify_mode(net::ssl::verify_peer);
-  tls_stream.set_verify_callback(net::ssl::host_name_verification(t.host));
   beast::get_lowest_layer(tls_stream).expires_after(connect_timeout);
   auto handshaking = tls_stream.async_handshake(net::ssl::stream_base::client, net::as_tuple(net::use_awaitable));
   auto [handshake_ec] = co_await std::move(handshaking);
