@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/checkpoint.hpp"
-#include "core/store.hpp"
+#include "core/storage/store_connection.hpp"
 
 namespace agw::core {
 

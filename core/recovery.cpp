@@ -60,7 +60,7 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   auto done = make_event_frame(last + 2, event_type::done, state.run->id, {{"assistant_data", message_json(answer)}});
   const frame_ptr ending[] = {std::make_shared<const event_frame>(std::move(error)),
                               std::make_shared<const event_frame>(std::move(done))};
-  c.append_segment({s.id, last + 1, last + 2, encode_log_frames(ending), now_ms()});
+  c.append_events({s.id, last + 1, last + 2, encode_log_frames(ending), now_ms()});
   return true;
 }
 
@@ -68,16 +68,6 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
 
 recovery_report recover_at_startup(store_connection& c) {
   recovery_report report;
-  // First what only the journal held (the process stopped before those frames reached
-  // a segment): everything below reads segments.
-  c.begin_batch();
-  try {
-    report.journal_rows_folded = c.fold_journal();
-    c.commit_batch();
-  } catch (...) {
-    c.rollback_batch();
-    throw;  // without it, replays and run repair would miss committed events
-  }
   for (const auto& id : c.all_session_ids()) {
     c.begin_batch();
     try {

@@ -1,13 +1,13 @@
 #pragma once
-// Start-up repair, before the server accepts: the event journal is folded into
-// the sessions' segments, runs that a crash cut short are
+// Start-up repair, before the server accepts (after the store made every committed
+// event readable: persistence::prepare_database): runs that a crash cut short are
 // closed as "interrupted" (their streamed content, read back from the event
 // log, is persisted and followers get error + done), and projections that
 // drifted from their checkpoint are rebuilt. Runs on one store connection.
 #include <cstddef>
 #include <cstdint>
 
-#include "core/store.hpp"
+#include "core/storage/store_connection.hpp"
 
 namespace agw::core {
 
@@ -15,7 +15,6 @@ struct recovery_report {
   std::int64_t sessions_checked = 0;
   std::int64_t runs_interrupted = 0;
   std::int64_t projections_rebuilt = 0;
-  std::size_t journal_rows_folded = 0;  // event journal rows moved into segments first
 };
 
 // Each session is repaired in its own transaction.

@@ -6,13 +6,12 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-session_hub::session_hub(io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
+session_hub::session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats,
                          const settings& config, tool_runner& tools)
     : executor_(std::move(executor)),
       store_(store),
       stats_(stats),
-      appender_(store, executor_),
-      services_{store, appender_, claims, stats}, config_(config), tools_(tools), providers_(builtin_provider_registry()) {}
+      services_{store, log, stats}, config_(config), tools_(tools), providers_(builtin_provider_registry()) {}
 
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
   std::lock_guard lock(mutex_);
@@ -24,7 +23,6 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
     opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
     opts.subscriber_backlog = config_.sse_subscriber_queue;
     opts.deleted = deleted_.contains(session_id);
-    opts.segment_age = config_.event_segment_age;
     slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, services_, opts);
   }
   return slot;

@@ -13,7 +13,7 @@
 
 #include "core/agents/agent.hpp"
 #include "core/agents/provider_registry.hpp"
-#include "core/events/journal_claims.hpp"
+#include "core/storage/event_log_writer.hpp"
 #include "core/metrics.hpp"
 #include "core/runs/session_channel.hpp"
 #include "core/settings.hpp"
@@ -24,7 +24,7 @@ namespace agw::core {
 
 class session_hub {
  public:
-  session_hub(io_executor executor, store_executor& store, journal_claims& claims, metrics& stats,
+  session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats,
               const settings& config, tool_runner& tools);
 
   using live_view = session_channel::snapshot_view;
@@ -47,7 +47,6 @@ class session_hub {
   io_executor executor_;
   store_executor& store_;
   metrics& stats_;
-  event_appender appender_;
   channel_services services_;
   const settings& config_;
   tool_runner& tools_;

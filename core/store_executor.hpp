@@ -29,7 +29,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/store.hpp"
+#include "core/storage/store_connection.hpp"
 
 namespace agw::core {
 

@@ -8,12 +8,11 @@
 
 #include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
-#include "core/store_executor.hpp"
 #include "gateway/server.hpp"
 #include "persistence/migrations.hpp"
+#include "persistence/sqlite_backend.hpp"
 #include "persistence/sqlite_store.hpp"
 #include "persistence/projection_rebuild.hpp"
-#include "persistence/wal_checkpointer.hpp"
 
 namespace {
 
@@ -64,37 +63,21 @@ int main(int argc, char** argv) {
     }
     {
       agw::persistence::sqlite_store first(config.db_path);
-      agw::persistence::migrate(first.database());
+      const auto folded = agw::persistence::prepare_database(first);
       auto report = agw::core::recover_at_startup(first);
-      if (report.runs_interrupted || report.projections_rebuilt)
-        spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
-                     report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
+      if (report.runs_interrupted || report.projections_rebuilt || folded)
+        spdlog::warn("start-up repair: {} journal rows folded, {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+                     folded, report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
-    // The journal may be cut below the oldest row some session still needs (journal_claims.hpp).
-    agw::core::journal_claims claims;
-    agw::core::store_executor::options store_options;
-    store_options.maintenance = [&claims](agw::core::store_connection& c) { c.truncate_journal(claims.oldest()); };
-    store_options.maintenance_interval = std::chrono::milliseconds(100);
-    // Checkpoints run on their own thread, never inside a commit (wal_checkpointer.hpp).
-    agw::persistence::wal_checkpointer checkpointer(config.db_path, std::chrono::milliseconds(200));
-    using role = agw::core::store_executor::connection_role;
-    agw::core::store_executor store(
-        [&](role r) {
-          agw::persistence::sqlite_database::options opts;
-          opts.auto_checkpoint = false;
-          // The writer keeps every page its commits touch (the sessions' log tails).
-          if (r == role::writer) opts.cache_kib = 32 * 1024;
-          return std::make_unique<agw::persistence::sqlite_store>(config.db_path, opts);
-        },
-        store_options);
-    agw::gateway::server server(config, store, claims);
+    agw::persistence::sqlite_backend storage(config.db_path, {.segment_age = config.event_segment_age});
+    agw::gateway::server server(config, storage.backend());
     // However run() ends (an exception too), every queued write is committed before the
-    // server goes: queued jobs point into its event appender, and their completions land
-    // in its (stopped) io_context, destroyed with it only afterwards.
+    // server goes: job completions land in its (stopped) io_context, destroyed with it
+    // only afterwards.
     struct stop_store_first {
-      agw::core::store_executor& store;
-      ~stop_store_first() { store.stop(); }
-    } stop_first{store};
+      agw::persistence::sqlite_backend& storage;
+      ~stop_store_first() { storage.stop(); }
+    } stop_first{storage};
     return server.run();
   } catch (const std::exception& e) {
     spdlog::critical("start-up failed: {}", e.what());

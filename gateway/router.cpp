@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/api_error.hpp"
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
 #include "gateway/json_response.hpp"
 

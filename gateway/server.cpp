@@ -8,20 +8,20 @@
 
 namespace agw::gateway {
 
-server::server(const core::settings& config, core::store_executor& store, core::journal_claims& claims)
+server::server(const core::settings& config, core::storage_backend storage)
     : config_(config),
       stats_(),
       ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
       tools_(core::make_builtin_tools()),
       tool_runner_(tools_, 2, config.tool_timeout),
-      hub_(ioc_.get_executor(), store, claims, stats_, config, tool_runner_),
-      sessions_(store, hub_),
-      messages_(store, sessions_),
+      hub_(ioc_.get_executor(), storage.store, storage.events, stats_, config, tool_runner_),
+      sessions_(storage.store, hub_),
+      messages_(storage.store, sessions_),
       events_(sessions_, hub_),
-      deliveries_(store, sessions_),
-      health_(store),
+      deliveries_(storage.store, sessions_),
+      health_(storage.store),
       webhooks_(ioc_.get_executor(), deliveries_, config, stats_),
-      runs_(store, hub_, sessions_, stats_, [this] { webhooks_.wake(); }),
+      runs_(storage.store, hub_, sessions_, stats_, [this] { webhooks_.wake(); }),
       app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_},
       signals_(ioc_, SIGINT, SIGTERM) {
   register_routes(app_);

@@ -18,7 +18,7 @@
 #include "core/session_hub.hpp"
 #include "core/settings.hpp"
 #include "core/tools/tool_runner.hpp"
-#include "core/store_executor.hpp"
+#include "core/storage/storage_backend.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/listener.hpp"
 #include "gateway/webhooks/webhook_dispatcher.hpp"
@@ -27,7 +27,7 @@ namespace agw::gateway {
 
 class server {
  public:
-  server(const core::settings& config, core::store_executor& store, core::journal_claims& claims);
+  server(const core::settings& config, core::storage_backend storage);
   ~server();
   // Serves until a signal ends the drain; returns the process exit code.
   int run();

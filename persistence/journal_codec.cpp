@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 
 namespace agw::persistence {
 

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 
 namespace agw::persistence {
 namespace {

@@ -1,6 +1,6 @@
 #include "persistence/sqlite_database.hpp"
 
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 
 namespace agw::persistence {
 

@@ -74,7 +74,8 @@ core::message_record read_message(const statement& st) {
 
 }  // namespace
 
-sqlite_store::sqlite_store(const std::string& path, const sqlite_database::options& opts) : db_(path, opts) {}
+sqlite_store::sqlite_store(const std::string& path, const sqlite_database::options& opts, const journal_tails* tails)
+    : db_(path, opts), tails_(tails) {}
 
 void sqlite_store::begin_batch() { db_.prepare("BEGIN IMMEDIATE").run(); }
 void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
@@ -260,7 +261,7 @@ std::optional<core::checkpoint_record> sqlite_store::latest_checkpoint(std::stri
   return core::checkpoint_record{st.text(0), st.text(2), st.int64(1), st.text(3), st.int64(4)};
 }
 
-void sqlite_store::append_segment(const core::event_batch_record& b) {
+void sqlite_store::append_events(const core::event_batch_record& b) {
   // A segment with this first id can only be an earlier attempt of the same frames (ids
   // are never reused once committed): a retry that reaches further replaces it, one that
   // does not changes nothing.
@@ -334,7 +335,7 @@ std::size_t sqlite_store::fold_journal() {
     std::vector<core::frame_ptr> run;
     auto write = [&] {
       if (run.empty()) return;
-      append_segment({session, run.front()->id, run.back()->id, core::encode_log_frames(run), j.created_at_ms});
+      append_events({session, run.front()->id, run.back()->id, core::encode_log_frames(run), j.created_at_ms});
       run.clear();
     };
     for (auto& [id, frame] : j.frames) {
@@ -349,6 +350,20 @@ std::size_t sqlite_store::fold_journal() {
 }
 
 std::vector<core::frame_ptr> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {
+  // The tail first: a segment that takes it over commits before the tail is dropped, so
+  // whatever moves meanwhile is seen in one place or both, never in neither.
+  auto tail = tails_ ? tails_->after(session_id, after_id, limit) : std::vector<core::frame_ptr>{};
+  auto out = segment_events_after(session_id, after_id, limit);
+  const std::int64_t last = out.empty() ? after_id : out.back()->id;
+  for (auto& f : tail) {
+    if (out.size() >= limit) break;
+    if (f->id > last) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<core::frame_ptr> sqlite_store::segment_events_after(std::string_view session_id, std::int64_t after_id,
+                                                                std::size_t limit) {
   std::vector<core::frame_ptr> out;
   // Seek to the batch holding after_id + 1 (batches are contiguous ranges keyed by first_id)
   // rather than scanning the session's log from its start.
@@ -368,9 +383,10 @@ std::vector<core::frame_ptr> sqlite_store::events_after(std::string_view session
 }
 
 std::int64_t sqlite_store::oldest_event_id(std::string_view session_id) {
+  const std::int64_t journaled = tails_ ? tails_->oldest_id(session_id) : 0;
   auto st = db_.prepare("SELECT min(first_id) FROM event_batches WHERE session_id = ?");
   st.bind(1, session_id).step();
-  return st.is_null(0) ? 0 : st.int64(0);
+  return st.is_null(0) ? journaled : st.int64(0);
 }
 
 void sqlite_store::trim_events(std::string_view session_id, std::int64_t keep_from_id) {

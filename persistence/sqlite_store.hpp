@@ -1,9 +1,15 @@
 #pragma once
-// store_connection over one SQLite connection. Not thread-safe: the
-// store_executor gives each connection to exactly one thread.
+// Every storage port (core/storage/) over one SQLite connection, plus what only
+// SQLite's event log layout needs (the shared journal: append, cut, fold). Not
+// thread-safe: the store_executor gives each connection to exactly one thread.
+// A session's events live in segments (event_batches rows); those only the journal
+// holds are in `tails` (journal_tails.hpp), which reads merge in.
+#include <optional>
+#include <span>
 #include <string>
 
-#include "core/store.hpp"
+#include "core/storage/store_connection.hpp"
+#include "persistence/journal_tails.hpp"
 #include "persistence/sqlite_database.hpp"
 
 namespace agw::persistence {
@@ -11,7 +17,8 @@ namespace agw::persistence {
 class sqlite_store final : public core::store_connection {
  public:
   // Opens the file; the first connection of a process should call migrate() on it.
-  explicit sqlite_store(const std::string& path, const sqlite_database::options& opts = {});
+  explicit sqlite_store(const std::string& path, const sqlite_database::options& opts = {},
+                        const journal_tails* tails = nullptr);
 
   void begin_batch() override;
   void commit_batch() override;
@@ -36,11 +43,7 @@ class sqlite_store final : public core::store_connection {
   void insert_checkpoint(const core::checkpoint_record& c) override;
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override;
 
-  void append_segment(const core::event_batch_record& segment) override;
-  using core::store_connection::append_journal;
-  std::int64_t append_journal(std::span<const core::event_batch_record* const> batches) override;
-  void truncate_journal(std::optional<std::int64_t> keep_from_seq) override;
-  std::size_t fold_journal() override;
+  void append_events(const core::event_batch_record& segment) override;  // one segment row
   std::vector<core::frame_ptr> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override;
   std::int64_t oldest_event_id(std::string_view session_id) override;
   void trim_events(std::string_view session_id, std::int64_t keep_from_id) override;
@@ -58,11 +61,28 @@ class sqlite_store final : public core::store_connection {
   bool record_webhook_attempt(const core::webhook_attempt_outcome& outcome) override;
   bool requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) override;
 
+  // The shared journal (sqlite_event_writer). One row holding these batches (of any
+  // sessions); returns its seq.
+  std::int64_t append_journal(std::span<const core::event_batch_record* const> batches);
+  std::int64_t append_journal(const core::event_batch_record& batch) {
+    const core::event_batch_record* one[] = {&batch};
+    return append_journal(one);
+  }
+  // Removes the oldest journal rows below `keep_from_seq` (below any seq when none is
+  // given), at most truncate_batch of them per call: a cut is a bounded piece of work.
+  static constexpr std::size_t truncate_batch = 4096;
+  void truncate_journal(std::optional<std::int64_t> keep_from_seq);
+  // Start-up: moves what only the journal holds into segments, then empties it.
+  // Returns the number of journal rows that were folded.
+  std::size_t fold_journal();
+
   sqlite_database& database() { return db_; }
 
  private:
   void write_labels(const core::session_record& s);
+  std::vector<core::frame_ptr> segment_events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit);
   sqlite_database db_;
+  const journal_tails* tails_;  // none: a connection of a process that writes no events (tools, tests)
 };
 
 }  // namespace agw::persistence

@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "core/events/sse_format.hpp"
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 
 namespace agw::core {
 

@@ -1,7 +1,6 @@
 #include "core/runs/session_channel.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -23,15 +22,13 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
     : strand_(net::make_strand(executor)),
       session_id_(std::move(session_id)),
       store_(services.store),
-      appender_(services.appender),
+      log_(services.log),
       stats_(services.stats),
       opts_(opts),
       next_id_(last_event_id + 1),
       committed_id_(last_event_id),
       closed_(opts.deleted),
-      memory_(opts.ring_size),
-      claim_(services.claims.make_claim()),
-      segment_timer_(strand_) {
+      ring_(opts.ring_size) {
   snapshot_last_id_.store(last_event_id);
 }
 
@@ -53,11 +50,9 @@ std::int64_t session_channel::publish(std::string_view run_id, event_type type, 
 }
 
 void session_channel::flush() {
-  if (in_flight_ || closed_) return;
-  const bool segment_now = segment_due_ && !memory_.unsegmented().empty();
-  if (pending_.empty() && !segment_now) return;
+  if (in_flight_ || closed_ || pending_.empty()) return;
   in_flight_ = true;
-  // A bounded batch: one log row and one delivery per subscriber stay small, and
+  // A bounded batch: one log write and one delivery per subscriber stay small, and
   // the rest commits right behind it.
   const std::size_t take = std::min(pending_.size(), opts_.max_batch);
   auto batch = std::make_shared<std::vector<frame_ptr>>(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
@@ -65,41 +60,20 @@ void session_channel::flush() {
   in_flight_count_ = batch->size();
   if (deleting_) {
     // The session's rows are gone: the run's last events go to its followers only.
-    net::post(strand_, [self = shared_from_this(), batch] { self->on_committed(batch, nullptr, true); });
+    net::post(strand_, [self = shared_from_this(), batch] { self->on_committed(batch, nullptr); });
     return;
   }
-  // A segment when the journaled tail is big or old enough, or the run ends (an idle
-  // session then holds nothing journal-only); otherwise one cheap journal append.
-  const bool ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
-  const auto& unsegmented = memory_.unsegmented();
-  const bool as_segment = segment_now || ends_run || unsegmented.size() + batch->size() >= opts_.segment_frames;
-  event_batch_record record;
-  record.session_id = session_id_;
-  record.created_at_ms = now_ms();
-  // The stored form (log_codec): about a quarter of the frames' text.
-  std::size_t bytes = 0;
-  auto add_frames = [&](const std::vector<frame_ptr>& frames) {
-    if (frames.empty()) return;
-    if (record.frames.empty()) record.first_id = frames.front()->id;
-    record.last_id = frames.back()->id;
-    encode_log_frames(frames, record.frames);
-  };
-  for (const auto& f : *batch) bytes += f->sse.size() / 2;
-  if (as_segment)
-    for (const auto& f : unsegmented) bytes += f->sse.size() / 2;
-  record.frames.reserve(bytes);
-  if (as_segment) add_frames(unsegmented);
-  add_frames(*batch);
-  // Written with every other session's batches of this writer cycle; a journal row's claim
-  // is taken inside the job, on the writer, before its commit (journal_claims.hpp).
-  appender_.append({std::move(record), as_segment, opts_.retention, claim_, strand_,
-                    [self = shared_from_this(), batch, as_segment](std::exception_ptr error) {
-                      self->on_committed(batch, error, as_segment);
-                    }});
+  event_log_writer::batch request;
+  request.session_id = session_id_;
+  request.events = *batch;
+  request.ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
+  request.retention = opts_.retention;
+  request.executor = strand_;
+  request.done = [self = shared_from_this(), batch](std::exception_ptr error) { self->on_committed(batch, error); };
+  log_.append(std::move(request));
 }
 
-void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error,
-                                   bool as_segment) {
+void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
   in_flight_ = false;
   in_flight_count_ = 0;
   if (closed_) return;
@@ -120,23 +94,8 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
     });
     return;
   }
-  if (as_segment) {
-    // Every journaled frame of the session is in a segment now: the journal may drop them.
-    memory_.segment_written();
-    segment_due_ = false;
-    claim_->release();
-    segment_timer_.cancel();
-  } else if (memory_.unsegmented().empty() && opts_.segment_age.count() > 0) {
-    arm_segment_timer();
-  }
-  if (batch->empty()) {
-    // A segment of what was journaled already: nothing new to release.
-    flush();
-    release_ring_if_idle();
-    return;
-  }
   committed_id_ = batch->back()->id;
-  memory_.add_committed(*batch, !as_segment);
+  for (const auto& f : *batch) ring_.push(f);
   stats_.events_published += batch->size();
   stats_.event_batches_committed++;
   // A run is over when its done is durable: clear it before anyone sees the done,
@@ -160,19 +119,6 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   flush();
   release_ring_if_idle();
   if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
-}
-
-void session_channel::arm_segment_timer() {
-  // Somewhere in [age/2, age]: sessions that started together (a burst of runs) must not
-  // all write their segments in the same writer cycle, which would stall every commit.
-  thread_local std::minstd_rand jitter(std::random_device{}());
-  const auto half = opts_.segment_age / 2;
-  segment_timer_.expires_after(half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
-  segment_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->closed_ || self->memory_.unsegmented().empty()) return;
-    self->segment_due_ = true;
-    self->flush();
-  });
 }
 
 void session_channel::deliver_live(const std::vector<frame_ptr>& frames) {
@@ -234,12 +180,13 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
 
 void session_channel::catch_up(const subscription_ptr& s) {
   if (s->gone || closed_) return;
-  if (!memory_.holds_all_after(s->cursor, committed_id_)) return read_log_page(s);
-  auto frames = memory_.after(s->cursor, opts_.replay_page);
+  if (!ring_holds_all_after(s->cursor)) return read_log_page(s);
+  auto frames = ring_.after(s->cursor);
+  if (frames.size() > opts_.replay_page) frames.resize(opts_.replay_page);
   if (s->on_replay) {
     replay_info info;
     info.last_event_id = s->cursor;
-    info.replayed = static_cast<std::int64_t>(memory_.after(s->cursor).size());
+    info.replayed = static_cast<std::int64_t>(ring_.after(s->cursor).size());
     info.oldest_event_id = oldest_held();
     std::exchange(s->on_replay, nullptr)(info);
   }
@@ -256,8 +203,8 @@ void session_channel::catch_up(const subscription_ptr& s) {
 }
 
 void session_channel::read_log_page(const subscription_ptr& s) {
-  // The log up to what memory serves (retention may keep less in the log than in memory).
-  const std::int64_t upto = memory_.oldest() ? memory_.oldest() - 1 : committed_id_;
+  // The log up to what the ring serves (retention may keep less in the log than the ring).
+  const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id_;
   const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - s->cursor, 0)), opts_.replay_page);
   auto read = [session = session_id_, after_id = s->cursor, limit](store_connection& c) {
     std::pair<std::int64_t, std::vector<frame_ptr>> out;
@@ -279,8 +226,8 @@ void session_channel::read_log_page(const subscription_ptr& s) {
 }
 
 void session_channel::on_log_page(const subscription_ptr& s, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
-  // What memory holds is served from memory.
-  const std::int64_t in_memory = memory_.oldest();
+  // What the ring holds is served from the ring.
+  const std::int64_t in_memory = ring_.size() ? ring_.oldest_id() : 0;
   if (in_memory) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_memory; });
   // The first event held after the cursor; beyond cursor + 1, retention removed some (a gap).
   const std::int64_t first_held = !frames.empty() ? frames.front()->id : (in_memory ? in_memory : committed_id_ + 1);
@@ -312,17 +259,25 @@ void session_channel::after_drained(const subscription_ptr& s) {
 
 net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t after_id, std::size_t limit) {
   std::vector<frame_ptr> out;
-  if (!memory_.holds_all_after(after_id, committed_id_)) {
-    // The log first, up to what memory holds (retention may have cut the log's start).
-    const std::int64_t upto = memory_.oldest() ? memory_.oldest() - 1 : committed_id_;
+  if (!ring_holds_all_after(after_id)) {
+    // The log first, up to what the ring holds (retention may have cut the log's start).
+    const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id_;
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
     out = co_await store_.async_read(std::move(read), net::use_awaitable);
   }
   const std::int64_t last = out.empty() ? after_id : out.back()->id;
-  if (out.size() < limit && memory_.holds_all_after(last, committed_id_))
-    for (auto& f : memory_.after(last, limit - out.size())) out.push_back(std::move(f));
+  if (out.size() < limit && ring_holds_all_after(last))
+    for (auto& f : ring_.after(last)) {
+      if (out.size() >= limit) break;
+      out.push_back(std::move(f));
+    }
   co_return out;
+}
+
+bool session_channel::ring_holds_all_after(std::int64_t after_id) const {
+  // The ring ends at the last committed event.
+  return after_id >= committed_id_ || (ring_.size() && ring_.oldest_id() <= after_id + 1);
 }
 
 std::int64_t session_channel::oldest_held() const {
@@ -344,7 +299,7 @@ void session_channel::unsubscribe(const subscriber* sub) {
 void session_channel::release_ring_if_idle() {
   // An idle session keeps no frames in memory: a later resume reads the log instead.
   // (Thousands of finished sessions would otherwise each hold a full ring.)
-  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_ && memory_.unsegmented().empty()) memory_.release_ring();
+  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_) ring_.clear();
 }
 
 void session_channel::set_live_run(std::shared_ptr<run> r) {
@@ -367,9 +322,8 @@ void session_channel::close() {
 void session_channel::close_now() {
   closed_ = true;
   pending_.clear();
-  memory_.clear();
-  claim_->release();
-  segment_timer_.cancel();
+  ring_.clear();
+  log_.forget(session_id_);
   auto subs = std::move(subscribers_);
   subscribers_.clear();
   for (auto& s : subs) {

@@ -7,22 +7,16 @@
 // event is a plain call. snapshot() is thread-safe (a small mutex).
 //
 // The pipeline (docs/streaming.md): publish() assigns the next id, serializes
-// the frame once and queues it; one batch per session is in flight to the store
-// at a time (whatever queued meanwhile forms the next batch); only when a batch
-// is committed are its frames put in the ring and handed to subscribers. So no
-// client ever sees an id that a crash could take back.
-//
-// Where a batch is stored: small batches are appended to the shared journal
-// (sequential writes) and kept in memory as the unsegmented tail; once that tail
-// holds `segment_frames` events, the run ends, or its oldest frame is
-// `segment_age` old, the tail and the batch go into one segment row of the
-// session's own log. Memory (ring + unsegmented tail, event_memory) and segments
-// together always cover every committed event that retention kept.
+// the frame once and queues it; one batch per session is in flight to the event
+// log writer at a time (whatever queued meanwhile forms the next batch); only when
+// a batch is committed are its frames put in the ring and handed to subscribers.
+// So no client ever sees an id that a crash could take back. How the store lays
+// the events out is the writer's business (core/storage/event_log_writer.hpp).
 //
 // Subscribers are cursors (subscriber.hpp): each subscription remembers the last
 // id handed to it. A live one gets each committed batch; one whose backlog is over
 // `subscriber_backlog` stops getting them and, each time its backlog has drained,
-// is handed the next page from memory or the log, until it has caught up and
+// is handed the next page from the ring or the log, until it has caught up and
 // rejoins live. A slow reader costs one page of memory and never slows the run.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -39,10 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "core/events/event_appender.hpp"
-#include "core/events/event_memory.hpp"
-#include "core/events/journal_claims.hpp"
+#include "core/events/event_buffer.hpp"
 #include "core/events/subscriber.hpp"
+#include "core/storage/event_log_writer.hpp"
 #include "core/io_executor.hpp"
 #include "core/metrics.hpp"
 #include "core/session.hpp"
@@ -61,9 +54,8 @@ struct replay_info {
 
 // What every channel of a process shares (all outlive the channels).
 struct channel_services {
-  store_executor& store;     // log reads for replays
-  event_appender& appender;  // event batches are written through it
-  journal_claims& claims;    // the journal rows each channel still needs
+  store_executor& store;    // log reads for replays
+  event_log_writer& log;    // event batches are made durable through it
   metrics& stats;
 };
 
@@ -78,11 +70,6 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
     std::size_t subscriber_backlog = 8192;  // a subscriber's untaken frames past which it catches up instead
     std::size_t retention = 0;          // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;        // events per commit (and per delivery)
-    std::size_t segment_frames = 64;    // journaled events that make a segment
-    // The longest a frame stays journal-only before its tail becomes a segment (a random
-    // point in [age/2, age]); 0: no timer (segments come only from size and run ends;
-    // the start-up fold does the rest).
-    std::chrono::milliseconds segment_age{0};
     bool deleted = false;               // born closed: the session was deleted already
   };
 
@@ -147,8 +134,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   using subscription_ptr = std::shared_ptr<subscription>;
 
   void flush();
-  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error, bool as_segment);
-  void arm_segment_timer();
+  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
   void deliver_live(const std::vector<frame_ptr>& frames);
   // Hands `s` the next page after its cursor, from memory or (async) the log.
   void catch_up(const subscription_ptr& s);
@@ -157,6 +143,8 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   // catch_up(s) once what `s` was handed so far is taken.
   void after_drained(const subscription_ptr& s);
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
+  // What the ring serves: every committed event after `after_id`?
+  bool ring_holds_all_after(std::int64_t after_id) const;
   std::int64_t oldest_held() const;
   void publish_snapshot();
   void close_now();
@@ -165,7 +153,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   strand_type strand_;
   std::string session_id_;
   store_executor& store_;
-  event_appender& appender_;
+  event_log_writer& log_;
   metrics& stats_;
   options opts_;
 
@@ -176,10 +164,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   bool in_flight_ = false;
   bool closed_ = false;
   bool deleting_ = false;  // closing once the live run's done is delivered
-  event_memory memory_;
-  std::shared_ptr<journal_claims::claim> claim_;  // the journal rows only this session's tail needs
-  bool segment_due_ = false;            // the tail is old enough: write it as a segment next
-  boost::asio::steady_timer segment_timer_;
+  event_buffer ring_;
   std::vector<subscription_ptr> subscribers_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;

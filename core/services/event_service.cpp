@@ -41,7 +41,7 @@ class poll_waiter final : public subscriber, public std::enable_shared_from_this
   bool woken_ = false;
 };
 
-// The channel serves what it holds in memory (ring, journaled tail) and reads the log for the rest.
+// The channel serves what its ring holds and reads the log for the rest.
 net::awaitable<std::vector<frame_ptr>> read_channel(std::shared_ptr<session_channel> channel, std::int64_t after,
                                                     std::size_t limit) {
   auto reading = net::co_spawn(channel->strand(), channel->read_after(after, limit), net::use_awaitable);

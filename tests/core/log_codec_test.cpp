@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/events/sse_format.hpp"
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 
 namespace {
 

@@ -16,6 +16,7 @@
 
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
+#include "tests/support/fake_event_writer.hpp"
 #include "tests/support/fake_store.hpp"
 
 // Prints id lists in failure messages.
@@ -125,10 +126,9 @@ struct fixture {
   fake_db db;
   net::io_context io;
   agw::core::metrics stats;
-  agw::core::journal_claims claims;
   store_executor store{db.factory(), {.readers = 1}};
-  agw::core::event_appender appender{store, io.get_executor()};
-  agw::core::channel_services services{store, appender, claims, stats};
+  agw::test::fake_event_writer writer{store};
+  agw::core::channel_services services{store, writer, stats};
   std::shared_ptr<session_channel> channel;
 };
 
@@ -150,7 +150,7 @@ net::awaitable<void> publish_slowly(std::shared_ptr<session_channel> channel, in
 }  // namespace
 
 TEST_CASE("session_channel: publish assigns consecutive ids and commits them in batches") {
-  fixture fx({.segment_frames = 1}, 10);  // every batch its own segment row
+  fixture fx({}, 10);  // the fake writer stores every batch as its own row
   std::vector<std::int64_t> ids;
   fx.on_strand([&] {
     for (int i = 0; i < 5; ++i) ids.push_back(fx.channel->publish("run-1", agw::core::event_type::token, token(i)));
@@ -246,7 +246,7 @@ TEST_CASE("session_channel: a cursor older than the ring is served from the log,
   for (const auto& r : rows) {
     CAPTURE(r.after_id);
     CAPTURE(r.replay_page);
-    fixture fx({.ring_size = 4, .replay_page = r.replay_page, .segment_frames = 1});
+    fixture fx({.ring_size = 4, .replay_page = r.replay_page});
     auto keeper = fx.keep_ring();
     fx.publish_one_by_one(20);  // log 1..20, ring 17..20
     std::optional<replay_info> info;
@@ -276,7 +276,7 @@ TEST_CASE("session_channel: a cursor older than the ring is served from the log,
 TEST_CASE("session_channel: a log replay racing live publishes has no duplicates or gaps") {
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
-    fixture fx({.ring_size = 4, .replay_page = 3, .segment_frames = 1});
+    fixture fx({.ring_size = 4, .replay_page = 3});
     fx.publish_one_by_one(20);
     fx.db.read_delay_ms = 15;  // each log read takes a while; commits carry on meanwhile
     std::optional<replay_info> info;
@@ -293,7 +293,7 @@ TEST_CASE("session_channel: a log replay racing live publishes has no duplicates
 }
 
 TEST_CASE("session_channel: retention gaps are reported with the oldest held id") {
-  fixture fx({.ring_size = 3, .retention = 5, .segment_frames = 1});
+  fixture fx({.ring_size = 3, .retention = 5});
   fx.publish_one_by_one(20);  // single-event batches: the log keeps 16..20, the ring 18..20
   CHECK(fx.db.committed_event_ids(session_id) == range(16, 20));
   std::optional<replay_info> info;
@@ -317,7 +317,7 @@ TEST_CASE("session_channel: retention gaps are reported with the oldest held id"
 // With retention below the ring size, the ring holds more than the log: a
 // resume should still get everything the ring holds.
 TEST_CASE("session_channel: retention smaller than the ring still replays what the ring holds") {
-  fixture fx({.ring_size = 10, .retention = 3, .segment_frames = 1});
+  fixture fx({.ring_size = 10, .retention = 3});
   auto keeper = fx.keep_ring();
   fx.publish_one_by_one(20);  // log keeps 18..20, ring holds 11..20
   CHECK(fx.db.committed_event_ids(session_id) == range(18, 20));
@@ -501,7 +501,7 @@ TEST_CASE("session_channel: wait_below_watermark holds the publisher until commi
 }
 
 TEST_CASE("session_channel: an idle channel releases its ring and serves a resume from the log") {
-  fixture fx({.ring_size = 10, .segment_frames = 1});
+  fixture fx({.ring_size = 10});
   fx.publish_one_by_one(6);  // nobody subscribed, no run: the ring is let go after each commit
   std::optional<replay_info> info;
   auto rec = fx.subscribe(2, &info);
@@ -513,87 +513,6 @@ TEST_CASE("session_channel: an idle channel releases its ring and serves a resum
   CHECK(log_reads_of(fx.db) == 1);
 }
 
-namespace {
-
-std::int64_t journal_rows(const fake_db& db) { return static_cast<std::int64_t>(db.committed().journal.size()); }
-std::size_t segment_rows(const fake_db& db) {
-  const auto data = db.committed();
-  auto it = data.event_batches.find(session_id);
-  return it == data.event_batches.end() ? 0 : it->second.size();
-}
-
-}  // namespace
-
-TEST_CASE("session_channel: small batches go to the journal and are served from memory until they form a segment") {
-  fixture fx({.ring_size = 2, .segment_frames = 5});
-  fx.publish_one_by_one(4);  // no subscriber, no run: only the journaled tail keeps 1..4 in memory
-  CHECK(journal_rows(fx.db) == 4);
-  CHECK(segment_rows(fx.db) == 0);
-  REQUIRE(fx.claims.oldest());
-  CHECK(*fx.claims.oldest() == 1);  // the session's first journal row is still needed
-  CHECK(fx.db.committed_event_ids(session_id) == range(1, 4));
-
-  // A resume from 0 is served from the tail: no log read.
-  std::optional<replay_info> info;
-  auto rec = fx.subscribe(0, &info);
-  fx.run();
-  CHECK(rec->ids == range(1, 4));
-  REQUIRE(info);
-  CHECK(info->replayed == 4);
-  CHECK(log_reads_of(fx.db) == 0);
-
-  // The fifth event fills the tail: tail and batch go into one segment 1..5, and the
-  // session no longer needs any journal row (the writer's maintenance cuts them).
-  fx.publish_one_by_one(1);
-  CHECK(rec->ids == range(1, 5));
-  CHECK(rec->uncommitted_deliveries.empty());
-  const auto data = fx.db.committed();
-  REQUIRE(data.event_batches.at(session_id).size() == 1);
-  const auto& segment = data.event_batches.at(session_id).front();
-  CHECK(segment.first_id == 1);
-  CHECK(segment.last_id == 5);
-  const auto stored = agw::core::decode_log_frames(segment.frames, segment.first_id);
-  REQUIRE(stored.size() == 5);
-  for (std::int64_t id = 1; id <= 5; ++id)
-    CHECK(stored[static_cast<std::size_t>(id - 1)]->sse == agw::core::make_event_frame(id, agw::core::event_type::token, "run-1", token(id)).sse);
-  CHECK_FALSE(fx.claims.oldest());
-  CHECK(journal_rows(fx.db) == 4);  // still there until a cut; replays no longer need them
-
-  // Past the ring (2) and with the tail gone, an old cursor reads the segment.
-  auto late = fx.subscribe(1);
-  fx.run();
-  CHECK(late->ids == range(2, 5));
-  CHECK(log_reads_of(fx.db) == 1);
-}
-
-TEST_CASE("session_channel: a run's done turns the journaled tail into a segment at once") {
-  fixture fx({.segment_frames = 64});
-  fx.publish_one_by_one(3);
-  CHECK(segment_rows(fx.db) == 0);
-  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::done, {{"assistant_data", boost::json::object{}}}); });
-  fx.run();
-  REQUIRE(segment_rows(fx.db) == 1);
-  CHECK(fx.db.committed().event_batches.at(session_id).front().last_id == 4);
-  CHECK_FALSE(fx.claims.oldest());
-}
-
-TEST_CASE("session_channel: a journaled tail older than segment_age becomes a segment") {
-  fixture fx({.segment_frames = 64, .segment_age = 30ms});
-  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::token, token(1)); });
-  fx.run_for(10ms);
-  CHECK(segment_rows(fx.db) == 0);
-  CHECK(fx.claims.oldest());
-  fx.run();  // the age timer fires, the segment commits, nothing is left to do
-  REQUIRE(segment_rows(fx.db) == 1);
-  CHECK(fx.db.committed().event_batches.at(session_id).front().first_id == 1);
-  CHECK_FALSE(fx.claims.oldest());
-  // Idle and segmented: the channel lets its ring and tail go; a resume reads the log.
-  auto rec = fx.subscribe(0);
-  fx.run();
-  CHECK(rec->ids == std::vector<std::int64_t>{1});
-  CHECK(log_reads_of(fx.db) == 1);
-}
-
 TEST_CASE("session_channel: read_after serves memory, the log, or both, up to a limit") {
   struct row {
     std::int64_t after;
@@ -601,18 +520,18 @@ TEST_CASE("session_channel: read_after serves memory, the log, or both, up to a 
     std::vector<std::int64_t> ids;
     bool reads_log;
   };
-  // Segments hold 1..10 (segment_frames 10), the journaled tail 11..14, the ring 13..14.
+  // The log holds 1..14 (how is the store's business), the ring 13..14.
   const row rows[] = {
       {0, 100, range(1, 14), true}, {0, 3, range(1, 3), true},    {8, 100, range(9, 14), true},
-      {8, 4, range(9, 12), true},   {10, 100, range(11, 14), false}, {12, 1, {13}, false},
+      {8, 4, range(9, 12), true},   {10, 100, range(11, 14), true}, {12, 1, {13}, false},
       {14, 100, {}, false},         {20, 100, {}, false},
   };
   for (const auto& r : rows) {
     CAPTURE(r.after);
     CAPTURE(r.limit);
-    fixture fx({.ring_size = 2, .segment_frames = 10});
+    fixture fx({.ring_size = 2});
+    auto keeper = fx.keep_ring();  // an idle channel would let its ring go
     fx.publish_one_by_one(14);
-    REQUIRE(segment_rows(fx.db) == 1);
     std::vector<std::int64_t> got;
     net::co_spawn(
         fx.channel->strand(),
@@ -663,7 +582,7 @@ class slow_reader final : public subscriber {
 }  // namespace
 
 TEST_CASE("session_channel: a subscriber over its backlog bound catches up page by page, from memory and the log") {
-  fixture fx({.ring_size = 8, .replay_page = 16, .subscriber_backlog = 32, .segment_frames = 4});
+  fixture fx({.ring_size = 8, .replay_page = 16, .subscriber_backlog = 32});
   auto slow = std::make_shared<slow_reader>();
   auto fast = fx.subscribe(0);
   fx.on_strand([&] { fx.channel->subscribe(slow, 0); });
@@ -698,7 +617,7 @@ TEST_CASE("session_channel: a subscriber over its backlog bound catches up page 
 }
 
 TEST_CASE("session_channel: a lagging subscriber that leaves stops its catch-up") {
-  fixture fx({.ring_size = 4, .replay_page = 8, .subscriber_backlog = 8, .segment_frames = 4});
+  fixture fx({.ring_size = 4, .replay_page = 8, .subscriber_backlog = 8});
   fx.publish_one_by_one(40);
   auto slow = std::make_shared<slow_reader>();
   fx.on_strand([&] { fx.channel->subscribe(slow, 0); });

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 #include "tests/persistence/sqlite_fixture.hpp"
 
 namespace {

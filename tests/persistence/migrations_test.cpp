@@ -75,7 +75,7 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
   {
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
-    store->append_segment(agw::test::make_batch("s1", 1, 3));
+    store->append_events(agw::test::make_batch("s1", 1, 3));
     // Back to what a version 1 binary left behind.
     store->database().exec("DROP TABLE event_journal");
     store->database().exec("PRAGMA user_version = 1");

@@ -43,8 +43,8 @@ std::unique_ptr<agw::persistence::sqlite_store> seeded(const temp_db& db) {
   store->insert_session(make_session("s", 1));
   store->insert_session(make_session("other", 2));
   for (auto [first, last] : {std::pair{1, 3}, std::pair{4, 4}, std::pair{5, 9}, std::pair{10, 12}})
-    store->append_segment(make_batch("s", first, last));
-  store->append_segment(make_batch("other", 1, 50));
+    store->append_events(make_batch("s", first, last));
+  store->append_events(make_batch("other", 1, 50));
   return store;
 }
 
@@ -84,20 +84,20 @@ TEST_CASE("sqlite_store_events: a session's last_event_id is its newest segment'
   auto store = db.open();
   store->insert_session(make_session("s", 1));
   CHECK(store->find_session("s")->last_event_id == 0);
-  store->append_segment(make_batch("s", 1, 3));
+  store->append_events(make_batch("s", 1, 3));
   CHECK(store->find_session("s")->last_event_id == 3);
-  store->append_segment(make_batch("s", 4, 10));
+  store->append_events(make_batch("s", 4, 10));
   CHECK(store->find_session("s")->last_event_id == 10);
   // Never backwards.
   auto stale = make_batch("s", 0, 0);
-  store->append_segment(stale);
+  store->append_events(stale);
   CHECK(store->find_session("s")->last_event_id == 10);
   // A segment starting at a stored first id is a retry of the same frames: one that does
   // not reach further changes nothing, one that does replaces the stored one.
-  store->append_segment(make_batch("s", 4, 5));
+  store->append_events(make_batch("s", 4, 5));
   CHECK(store->find_session("s")->last_event_id == 10);
   CHECK(ids_of(store->events_after("s", 3, 100)) == range(4, 10));
-  store->append_segment(make_batch("s", 4, 12));
+  store->append_events(make_batch("s", 4, 12));
   CHECK(store->find_session("s")->last_event_id == 12);
   CHECK(ids_of(store->events_after("s", 3, 100)) == range(4, 12));
   for (const auto& e : store->events_after("s", 0, 100)) CHECK(e->sse == frame_text(e->id));
@@ -136,8 +136,8 @@ TEST_CASE("sqlite_store_events: rows in the plain-text form of earlier versions 
   auto store = db.open();
   store->insert_session(make_session("s", 1));
   agw::core::event_batch_record legacy{"s", 1, 3, frame_text(1) + frame_text(2) + frame_text(3), 1};
-  store->append_segment(legacy);
-  store->append_segment(make_batch("s", 4, 6));
+  store->append_events(legacy);
+  store->append_events(make_batch("s", 4, 6));
   const auto events = store->events_after("s", 1, 100);
   CHECK(ids_of(events) == range(2, 6));
   for (const auto& e : events) CHECK(e->sse == frame_text(e->id));
@@ -167,7 +167,7 @@ TEST_CASE("sqlite_store_events: the journal numbers its rows and is cut below a 
   CHECK(journal_rows() == 0);
 
   // One call removes at most truncate_batch rows: the rest goes with the next calls.
-  const auto batch = static_cast<std::int64_t>(agw::core::store_connection::truncate_batch);
+  const auto batch = static_cast<std::int64_t>(agw::persistence::sqlite_store::truncate_batch);
   for (std::int64_t i = 0; i < batch + 100; ++i) store->append_journal(make_batch("s", 10 + i, 10 + i));
   store->truncate_journal(std::nullopt);
   CHECK(journal_rows() == 100);
@@ -182,7 +182,7 @@ TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds i
   // a: segment 1..3 and the journal rows it was made of (a stop between the segment's
   // commit and the journal's cut), then 4..4 and 5..7 journal-only; b: journal only;
   // gone: deleted before the fold, with a row that outlived its delete.
-  store->append_segment(make_batch("a", 1, 3));
+  store->append_events(make_batch("a", 1, 3));
   store->append_journal(make_batch("a", 1, 3));
   store->append_journal(make_batch("b", 1, 2));
   store->append_journal(make_batch("a", 4, 4));
@@ -217,7 +217,7 @@ TEST_CASE("sqlite_store_events: the fold keeps each event once when retried batc
   temp_db db;
   auto store = db.open();
   store->insert_session(make_session("s", 1));
-  store->append_segment(make_batch("s", 1, 2));
+  store->append_events(make_batch("s", 1, 2));
   // A batch whose commit was reported failed though it was stored, retried longer; and the
   // same batch twice.
   store->append_journal(make_batch("s", 3, 5));

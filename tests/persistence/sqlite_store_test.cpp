@@ -105,7 +105,7 @@ TEST_CASE("sqlite_store: constraint violations are store_errors and change nothi
       {"duplicate thread id", [&] { store->insert_session(dup_thread); }, "UNIQUE"},
       {"status outside the CHECK", [&] { store->insert_session(bad_status); }, "CHECK"},
       {"message of an unknown session", [&] { store->upsert_message(make_message("nope", "m1", 1)); }, "FOREIGN KEY"},
-      {"events of an unknown session", [&] { store->append_segment(make_batch("nope", 1, 2)); }, "FOREIGN KEY"},
+      {"events of an unknown session", [&] { store->append_events(make_batch("nope", 1, 2)); }, "FOREIGN KEY"},
       {"checkpoint of an unknown session", [&] { store->insert_checkpoint({"t", "nope", 1, "{}", 0}); }, "FOREIGN KEY"},
       {"idempotency key of an unknown session", [&] { store->insert_idempotency_key({"nope", "k", "h", "r", 0, 0}); }, "FOREIGN KEY"},
   };
@@ -166,7 +166,7 @@ TEST_CASE("sqlite_store: delete_session cascades to everything the session owns"
     store->upsert_message(make_message(id, std::string(id) + "-m1", 1));
     store->upsert_message(make_message(id, std::string(id) + "-m2", 2));
     store->insert_checkpoint({"thread-" + std::string(id), id, 1, "{}", 1});
-    store->append_segment(make_batch(id, 1, 3));
+    store->append_events(make_batch(id, 1, 3));
     store->insert_idempotency_key({id, "key", "hash", "run", 0, 1});
     auto st = store->database().prepare_uncached(
         "INSERT INTO webhook_deliveries (id, webhook_id, session_id, run_id, url, payload, status, created_at) "
@@ -448,7 +448,7 @@ TEST_CASE("sqlite_store: two connections see each other's committed writes (WAL)
   auto b = db.open();
   a->begin_batch();
   a->insert_session(make_session("s", 1));
-  a->append_segment(make_batch("s", 1, 2));
+  a->append_events(make_batch("s", 1, 2));
   // B reads while A's write transaction is open: not blocked, sees the old state.
   CHECK_FALSE(b->find_session("s"));
   CHECK(b->events_after("s", 0, 10).empty());

@@ -34,7 +34,7 @@
 
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
-#include "core/store.hpp"
+#include "core/storage/store_connection.hpp"
 
 namespace agw::test {
 
@@ -44,8 +44,6 @@ struct fake_data {
   std::map<std::string, core::message_record, std::less<>> messages;  // by id
   std::vector<core::checkpoint_record> checkpoints;
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
-  std::map<std::int64_t, std::vector<core::event_batch_record>> journal;  // rows by seq, each several batches
-  std::int64_t next_journal_seq = 1;
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
   std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
 };
@@ -96,7 +94,7 @@ class fake_db {
     std::lock_guard lock(mutex_);
     return data_;
   }
-  // Ids of the committed events of a session (segments and journal), in id order, each once.
+  // Ids of the committed events of a session, in id order, each once.
   std::vector<std::int64_t> committed_event_ids(std::string_view session_id) const {
     std::lock_guard lock(mutex_);
     std::set<std::int64_t> ids;
@@ -105,9 +103,6 @@ class fake_db {
     };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second) add(b);
-    for (const auto& [seq, row] : data_.journal)
-      for (const auto& b : row)
-        if (b.session_id == session_id) add(b);
     return {ids.begin(), ids.end()};
   }
   bool event_committed(std::string_view session_id, std::int64_t id) const {
@@ -115,9 +110,6 @@ class fake_db {
     auto holds = [&](const core::event_batch_record& b) { return b.session_id == session_id && b.first_id <= id && id <= b.last_id; };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second)
-        if (holds(b)) return true;
-    for (const auto& [seq, row] : data_.journal)
-      for (const auto& b : row)
         if (holds(b)) return true;
     return false;
   }
@@ -323,45 +315,14 @@ class fake_connection final : public core::store_connection {
     if (auto it = d.sessions.find(batch.session_id); it != d.sessions.end())
       it->second.last_event_id = std::max(it->second.last_event_id, batch.last_id);
   }
-  void append_segment(const core::event_batch_record& batch) override {
-    write("append_segment", [&](fake_data& d) {
-      d.event_batches[batch.session_id].push_back(batch);
+  void append_events(const core::event_batch_record& batch) override {
+    write("append_events", [&](fake_data& d) {
+      // Like SQLite: a row with this first id is an earlier attempt of the same events.
+      auto& rows = d.event_batches[batch.session_id];
+      auto same = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first_id == batch.first_id; });
+      if (same == rows.end()) rows.push_back(batch);
+      else if (batch.last_id > same->last_id) *same = batch;
       advance_last_event_id(d, batch);
-    });
-  }
-  using core::store_connection::append_journal;
-  std::int64_t append_journal(std::span<const core::event_batch_record* const> batches) override {
-    return write("append_journal", [&](fake_data& d) {
-      const auto seq = d.next_journal_seq++;
-      auto& row = d.journal[seq];
-      for (const auto* b : batches) {
-        row.push_back(*b);
-        advance_last_event_id(d, *b);
-      }
-      return seq;
-    });
-  }
-  void truncate_journal(std::optional<std::int64_t> keep_from_seq) override {
-    write("truncate_journal", [&](fake_data& d) {
-      if (d.journal.empty()) return;
-      auto below = d.journal.begin()->first + static_cast<std::int64_t>(truncate_batch);
-      if (keep_from_seq) below = std::min(below, *keep_from_seq);
-      std::erase_if(d.journal, [&](const auto& kv) { return kv.first < below; });
-    });
-  }
-  std::size_t fold_journal() override {
-    return write("fold_journal", [&](fake_data& d) {
-      const std::size_t rows = d.journal.size();
-      for (auto& [seq, row] : d.journal)
-        for (auto& b : row) {
-          if (!d.sessions.contains(b.session_id)) continue;
-          auto& segments = d.event_batches[b.session_id];
-          std::int64_t through = 0;
-          for (const auto& s : segments) through = std::max(through, s.last_id);
-          if (b.last_id > through) segments.push_back(b);
-        }
-      d.journal.clear();
-      return rows;
     });
   }
   std::vector<core::frame_ptr> events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) override {

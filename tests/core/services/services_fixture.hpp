@@ -23,6 +23,7 @@
 #include "core/store_executor.hpp"
 #include "core/tools/tool_registry.hpp"
 #include "core/tools/tool_runner.hpp"
+#include "tests/support/fake_event_writer.hpp"
 #include "tests/support/fake_store.hpp"
 
 namespace agw::test {
@@ -31,7 +32,6 @@ namespace net = boost::asio;
 
 inline core::settings service_settings() {
   core::settings s;
-  s.event_segment_age = std::chrono::milliseconds(0);  // no timers left behind: settle() ends
   return s;
 }
 
@@ -76,12 +76,12 @@ struct services_fixture {
   fake_db db;
   net::io_context io;
   core::metrics stats;
-  core::journal_claims claims;
   core::settings config = service_settings();
   core::tool_registry tools = core::make_builtin_tools();
   core::tool_runner runner{tools, 1, config.tool_timeout};
   core::store_executor store{db.factory(), {.readers = 1}};
-  core::session_hub hub{io.get_executor(), store, claims, stats, config, runner};
+  fake_event_writer writer{store};
+  core::session_hub hub{io.get_executor(), store, writer, stats, config, runner};
   core::session_service sessions{store, hub};
   std::atomic<int> outbox_wakes{0};
   core::run_service runs{store, hub, sessions, stats, [this] { outbox_wakes++; }};

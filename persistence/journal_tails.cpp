@@ -1,0 +1,69 @@
+#include "persistence/journal_tails.hpp"
+
+#include <algorithm>
+
+namespace agw::persistence {
+
+void journal_tails::claim(const std::string& session_id, std::int64_t seq) {
+  std::lock_guard lock(mutex_);
+  auto& t = tails_[session_id];
+  if (t.claim == 0) t.claim = seq;
+}
+
+void journal_tails::add(const std::string& session_id, const std::vector<core::frame_ptr>& events) {
+  std::lock_guard lock(mutex_);
+  auto& t = tails_[session_id].events;
+  t.insert(t.end(), events.begin(), events.end());
+}
+
+void journal_tails::segmented(const std::string& session_id) {
+  std::lock_guard lock(mutex_);
+  tails_.erase(session_id);
+}
+
+void journal_tails::forget(std::string_view session_id) { segmented(std::string(session_id)); }
+
+const journal_tails::tail_state* journal_tails::find(std::string_view session_id) const {
+  auto it = tails_.find(std::string(session_id));
+  return it == tails_.end() ? nullptr : &it->second;
+}
+
+std::vector<core::frame_ptr> journal_tails::tail(std::string_view session_id) const {
+  std::lock_guard lock(mutex_);
+  const auto* t = find(session_id);
+  return t ? t->events : std::vector<core::frame_ptr>{};
+}
+
+std::size_t journal_tails::size(std::string_view session_id) const {
+  std::lock_guard lock(mutex_);
+  const auto* t = find(session_id);
+  return t ? t->events.size() : 0;
+}
+
+std::vector<core::frame_ptr> journal_tails::after(std::string_view session_id, std::int64_t after_id, std::size_t limit) const {
+  std::lock_guard lock(mutex_);
+  const auto* t = find(session_id);
+  std::vector<core::frame_ptr> out;
+  if (!t || t->events.empty()) return out;
+  // Ids are consecutive in a tail: the start is computed, not searched.
+  const std::int64_t skip = after_id + 1 - t->events.front()->id;
+  const std::size_t start = skip > 0 ? static_cast<std::size_t>(skip) : 0;
+  for (std::size_t i = start; i < t->events.size() && out.size() < limit; ++i) out.push_back(t->events[i]);
+  return out;
+}
+
+std::int64_t journal_tails::oldest_id(std::string_view session_id) const {
+  std::lock_guard lock(mutex_);
+  const auto* t = find(session_id);
+  return t && !t->events.empty() ? t->events.front()->id : 0;
+}
+
+std::optional<std::int64_t> journal_tails::oldest_claim() const {
+  std::lock_guard lock(mutex_);
+  std::optional<std::int64_t> oldest;
+  for (const auto& [id, t] : tails_)
+    if (t.claim && (!oldest || t.claim < *oldest)) oldest = t.claim;
+  return oldest;
+}
+
+}  // namespace agw::persistence

@@ -1,0 +1,216 @@
+#include "persistence/sqlite_event_writer.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <random>
+
+#include "core/events/log_codec.hpp"
+#include "core/time_format.hpp"
+#include "persistence/sqlite_store.hpp"
+
+namespace agw::persistence {
+
+namespace net = boost::asio;
+
+sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts)
+    : store_(store), tails_(tails), opts_(opts) {}
+
+sqlite_event_writer::~sqlite_event_writer() = default;
+
+void sqlite_event_writer::append(batch b) {
+  std::lock_guard lock(mutex_);
+  const std::string id = b.session_id;
+  auto& s = sessions_[id];
+  s.retention = b.retention;
+  s.executor = b.executor;
+  s.waiting = std::move(b);
+  if (!s.in_flight) dispatch(id, s);
+}
+
+void sqlite_event_writer::dispatch(const std::string& session_id, session_state& s) {
+  s.in_flight = true;
+  request r;
+  r.b = std::move(*s.waiting);
+  s.waiting.reset();
+  // A segment when the journaled tail is big or old enough, or the run ends (an idle
+  // session then holds nothing journal-only); otherwise one cheap journal append.
+  const std::size_t tail_size = tails_.size(session_id);
+  r.as_segment = r.b.ends_run || (s.segment_due && tail_size > 0) || tail_size + r.b.events.size() >= opts_.segment_frames;
+  if (r.as_segment) r.tail = tails_.tail(session_id);
+  enqueue(std::move(r));
+}
+
+void sqlite_event_writer::enqueue(request r) {
+  pending_.push_back(std::move(r));
+  if (job_queued_) return;  // the queued job will take this one too
+  job_queued_ = true;
+  // Posted, not submitted here: the job takes mutex_ again when the writer runs it.
+  auto executor = pending_.back().b.executor;
+  net::post(executor, [this, executor] { submit(executor); });
+}
+
+void sqlite_event_writer::enqueue_tail_segment(const std::string& session_id, session_state& s) {
+  s.in_flight = true;
+  request r;
+  r.b.session_id = session_id;
+  r.b.retention = s.retention;
+  r.b.executor = s.executor;
+  r.as_segment = true;
+  r.tail = tails_.tail(session_id);
+  enqueue(std::move(r));
+}
+
+void sqlite_event_writer::submit(net::any_io_executor completion_executor) {
+  struct taken_batch {
+    bool ran = false;
+    std::vector<request> requests;
+    std::vector<std::exception_ptr> errors;
+  };
+  auto taken = std::make_shared<taken_batch>();
+  // What is pending when the writer reaches the job goes into it: the longer the
+  // writer is busy, the more sessions share the job.
+  auto job = [this, taken](core::store_connection& c) {
+    {
+      std::lock_guard lock(mutex_);
+      taken->requests.swap(pending_);
+      job_queued_ = false;
+    }
+    taken->ran = true;
+    auto& requests = taken->requests;
+    taken->errors.assign(requests.size(), nullptr);
+    // This executor's connections are SQLite's (sqlite_backend builds them).
+    auto& db = static_cast<sqlite_store&>(c);
+    // Every journal batch of this cycle goes into one row.
+    std::vector<core::event_batch_record> records;
+    std::vector<std::size_t> journaled;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].as_segment) continue;
+      const auto& events = requests[i].b.events;
+      records.push_back({requests[i].b.session_id, events.front()->id, events.back()->id, core::encode_log_frames(events),
+                         core::now_ms()});
+      journaled.push_back(i);
+    }
+    if (!records.empty()) {
+      std::exception_ptr error;
+      try {
+        std::vector<const core::event_batch_record*> rows;
+        for (const auto& r : records) rows.push_back(&r);
+        const auto seq = db.append_journal(rows);
+        for (auto i : journaled) tails_.claim(requests[i].b.session_id, seq);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      for (auto i : journaled) taken->errors[i] = error;
+    }
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (!requests[i].as_segment) continue;
+      // A transaction SQLite rolled back itself (disk full, I/O) fails the whole job:
+      // nothing after it may be written outside the batch.
+      if (!c.batch_open()) throw core::store_error("the database rolled the write transaction back");
+      // One session's refused segment (its session deleted meanwhile, say) spares the
+      // others, and is undone whole (segment and retention trim together).
+      c.savepoint();
+      try {
+        write_segment(c, requests[i]);
+        c.release_savepoint();
+      } catch (...) {
+        taken->errors[i] = std::current_exception();
+        c.rollback_to_savepoint();
+        c.release_savepoint();
+      }
+    }
+  };
+  // Urgent: released events must not wait behind a burst of ordinary writes.
+  // Each request's completion then goes to its own session's executor.
+  store_.async_write_urgent(std::move(job), net::bind_executor(completion_executor, [this, taken](std::exception_ptr all) {
+                              if (!taken->ran) {
+                                // Never reached the writer (queue full, shutting down): fail what is
+                                // pending, and the channels retry.
+                                std::lock_guard lock(mutex_);
+                                taken->requests.swap(pending_);
+                                job_queued_ = false;
+                              }
+                              taken->errors.resize(taken->requests.size());
+                              for (std::size_t i = 0; i < taken->requests.size(); ++i)
+                                completed(taken->requests[i], all ? all : taken->errors[i]);
+                            }));
+}
+
+void sqlite_event_writer::write_segment(core::store_connection& c, const request& r) {
+  std::vector<core::frame_ptr> events = r.tail;
+  events.insert(events.end(), r.b.events.begin(), r.b.events.end());
+  if (events.empty()) return;
+  c.append_events({r.b.session_id, events.front()->id, events.back()->id, core::encode_log_frames(events), core::now_ms()});
+  const auto keep = static_cast<std::int64_t>(r.b.retention);
+  if (keep > 0 && events.back()->id > keep) c.trim_events(r.b.session_id, events.back()->id - keep + 1);
+}
+
+void sqlite_event_writer::completed(request& r, std::exception_ptr error) {
+  {
+    std::lock_guard lock(mutex_);
+    settle(r, error);
+  }
+  if (r.b.done) net::post(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
+}
+
+void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
+  const auto& id = r.b.session_id;
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  auto& s = it->second;
+  s.in_flight = false;
+  if (s.forgotten) {
+    // Deleted meanwhile: nothing of it is kept, not even the claim its job took.
+    tails_.forget(id);
+    sessions_.erase(it);
+    return;
+  }
+  if (!error && r.as_segment) {
+    // Every journaled event of the session is in a segment now: the journal may drop them.
+    tails_.segmented(id);
+    s.segment_due = false;
+  } else if (!error) {
+    const bool was_empty = tails_.size(id) == 0;
+    tails_.add(id, r.b.events);
+    if (was_empty) arm_timer(id, s);
+  }
+  if (s.waiting) dispatch(id, s);
+  else if (tails_.size(id) == 0) sessions_.erase(it);  // nothing journal-only: it costs nothing here
+  else if (s.segment_due) enqueue_tail_segment(id, s);
+}
+
+void sqlite_event_writer::arm_timer(const std::string& session_id, session_state& s) {
+  if (opts_.segment_age.count() <= 0) return;
+  // Somewhere in [age/2, age]: sessions that started together (a burst of runs) must not
+  // all write their segments in the same writer cycle, which would stall every commit.
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  const auto half = opts_.segment_age / 2;
+  auto timer = std::make_shared<net::steady_timer>(s.executor, half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
+  s.timer_generation = ++timers_armed_;
+  // Never cancelled: a timer that fires for a tail already written finds it stale.
+  timer->async_wait([this, timer, session_id, generation = s.timer_generation](const boost::system::error_code& ec) {
+    if (!ec) on_timer(session_id, generation);
+  });
+}
+
+void sqlite_event_writer::on_timer(const std::string& session_id, std::uint64_t generation) {
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end() || it->second.timer_generation != generation || tails_.size(session_id) == 0) return;
+  auto& s = it->second;
+  s.segment_due = true;
+  // Idle: write the tail now; otherwise the batch in flight's completion does.
+  if (!s.in_flight) enqueue_tail_segment(session_id, s);
+}
+
+void sqlite_event_writer::forget(std::string_view session_id) {
+  std::lock_guard lock(mutex_);
+  tails_.forget(session_id);
+  auto it = sessions_.find(std::string(session_id));
+  if (it == sessions_.end()) return;
+  if (it->second.in_flight) it->second.forgotten = true;
+  else sessions_.erase(it);
+}
+
+}  // namespace agw::persistence

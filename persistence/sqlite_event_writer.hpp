@@ -1,0 +1,89 @@
+#pragma once
+// SQLite's way of making the live pipeline's events durable (core's
+// event_log_writer port; docs/streaming.md, "The event log").
+//
+// Small batches (a paced run's single tokens) go into the shared append-only
+// event_journal: every session's batches of one writer cycle in one row, one
+// store job, one savepoint, one completion fan-out. What only the journal holds
+// stays in memory (journal_tails) as the session's tail; once the tail holds
+// `segment_frames` events, the run ends, or its oldest event is `segment_age` old
+// (a random point in [age/2, age], so sessions that started together do not all
+// write in one cycle), the tail and the batch go into one segment row of the
+// session's own log, and retention trims that log. The journal is cut below the
+// oldest row a tail still needs (the store executor's maintenance) and folded into
+// segments at start-up (sqlite_store::fold_journal).
+//
+// Thread-safety: append() and forget() may be called from any thread (one mutex).
+// A session's age timer and its completions run on the executor its batches name
+// (the channel's strand); a timer owns itself while it waits, so none outlives its
+// io_context. The store executor must be stopped (its queue drained) before the
+// writer is destroyed.
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/storage/event_log_writer.hpp"
+#include "core/store_executor.hpp"
+#include "persistence/journal_tails.hpp"
+
+namespace agw::persistence {
+
+class sqlite_event_writer final : public core::event_log_writer {
+ public:
+  struct options {
+    std::size_t segment_frames = 64;  // journaled events that make a segment
+    // The longest an event stays journal-only; 0: no timer (segments come from size and
+    // run ends; the start-up fold does the rest).
+    std::chrono::milliseconds segment_age{2000};
+  };
+
+  sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts);
+  ~sqlite_event_writer() override;
+
+  void append(batch b) override;
+  void forget(std::string_view session_id) override;
+
+ private:
+  // One batch on its way to the writer thread, with where it goes.
+  struct request {
+    batch b;                             // b.events may be empty: a segment of the tail only
+    bool as_segment = false;
+    std::vector<core::frame_ptr> tail;   // segments: the journaled events written with it
+  };
+  // Per session with a tail or a batch in flight.
+  struct session_state {
+    bool in_flight = false;      // one request at a time per session, so tails and claims stay exact
+    std::optional<batch> waiting;  // the channel's next batch, behind a tail segment in flight
+    bool segment_due = false;    // the tail is old enough: write it as a segment next
+    std::size_t retention = 0;   // as its last batch said
+    boost::asio::any_io_executor executor;  // its channel's strand
+    std::uint64_t timer_generation = 0;     // a timer armed earlier than this one is stale
+    bool forgotten = false;                 // deleted while a request was in flight
+  };
+
+  void dispatch(const std::string& session_id, session_state& s);  // mutex_ held
+  void enqueue(request r);  // mutex_ held
+  void enqueue_tail_segment(const std::string& session_id, session_state& s);  // mutex_ held
+  void submit(boost::asio::any_io_executor completion_executor);
+  void arm_timer(const std::string& session_id, session_state& s);  // mutex_ held
+  void on_timer(const std::string& session_id, std::uint64_t generation);
+  void completed(request& r, std::exception_ptr error);
+  void settle(const request& r, std::exception_ptr error);  // mutex_ held
+  static void write_segment(core::store_connection& c, const request& r);
+
+  core::store_executor& store_;
+  journal_tails& tails_;
+  options opts_;
+  std::uint64_t timers_armed_ = 0;  // mutex_
+  std::mutex mutex_;
+  std::unordered_map<std::string, session_state> sessions_;
+  std::vector<request> pending_;  // taken by the next job when the writer runs it
+  bool job_queued_ = false;       // a job is queued that has not taken pending_ yet
+};
+
+}  // namespace agw::persistence
