@@ -59,67 +59,16 @@ void store_executor::push(queue_kind kind, job j) {
 void store_executor::writer_loop(store_connection& c) {
   std::vector<job> batch;
   std::vector<std::exception_ptr> errors;
-  auto last_commit = std::chrono::steady_clock::now() - opts_.min_commit_interval;
-  auto maintenance_due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
-  bool cut_short = false;  // the last batch left jobs behind: no pause before the next
-  for (;;) {
-    batch.clear();
-    std::size_t urgent = 0;
-    {
-      std::unique_lock lock(writes_.mutex);
-      auto queued = [&] { return writes_.jobs.size() + writes_.urgent.size(); };
-      writes_.ready.wait(lock, [&] { return stopping_ || queued() > 0; });
-      if (queued() == 0) return;  // stopping and drained
-      // Group commit under load: at most one commit per interval, so jobs arriving
-      // meanwhile share it. After a quiet spell the first job commits at once.
-      const auto due = last_commit + opts_.min_commit_interval;
-      if (!stopping_ && !cut_short && queued() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
-        lock.unlock();
-        std::this_thread::sleep_until(due);
-        lock.lock();
-      }
-      last_commit = std::chrono::steady_clock::now();
-      for (auto* from : {&writes_.urgent, &writes_.jobs}) {
-        while (!from->empty() && batch.size() < opts_.max_batch) {
-          batch.push_back(std::move(from->front()));
-          from->pop_front();
-        }
-        if (from == &writes_.urgent) urgent = batch.size();
-      }
-    }
+  writer_state w;
+  w.last_commit = std::chrono::steady_clock::now() - opts_.min_commit_interval;
+  w.maintenance_due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
+  std::size_t urgent = 0;
+  while (take_batch(w, batch, urgent)) {
     errors.assign(batch.size(), nullptr);
     std::exception_ptr batch_error;
     std::size_t ran = 0;  // jobs of the batch that ran; the rest go back to the queue
     try {
-      c.begin_batch();
-      if (opts_.maintenance && last_commit >= maintenance_due) {
-        maintenance_due = last_commit + opts_.maintenance_interval;
-        run_maintenance(c);
-      }
-      auto ordinary_from = std::chrono::steady_clock::now();
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        // Past the budget, ordinary jobs wait for the next commit (one always runs); the
-        // budget counts ordinary work only.
-        if (i == urgent) ordinary_from = std::chrono::steady_clock::now();
-        if (i > urgent && std::chrono::steady_clock::now() - ordinary_from >= opts_.batch_budget) break;
-        ran = i + 1;
-        c.savepoint();
-        try {
-          batch[i].run(c);
-          c.release_savepoint();
-        } catch (...) {
-          // This job alone is undone; the rest of the batch still commits.
-          errors[i] = std::current_exception();
-          c.rollback_to_savepoint();
-          c.release_savepoint();
-        }
-        // SQLite rolls the whole transaction back itself on some errors (disk full, I/O):
-        // then nothing of the batch is stored, and no later job may run outside it.
-        if (!c.batch_open()) throw store_error("the database rolled the write transaction back");
-      }
-      c.commit_batch();
-      ++batches_;
-      jobs_ += ran;
+      ran = run_batch(c, w, batch, urgent, errors);
     } catch (...) {
       batch_error = std::current_exception();
       try {
@@ -129,8 +78,8 @@ void store_executor::writer_loop(store_connection& c) {
       }
     }
     // Cut by the budget: the rest waits for the next batch. A failed batch fails every job.
-    cut_short = !batch_error && ran < batch.size();
-    if (cut_short) {
+    w.cut_short = !batch_error && ran < batch.size();
+    if (w.cut_short) {
       // Back to the front of the queue, in their order.
       std::lock_guard lock(writes_.mutex);
       for (std::size_t i = batch.size(); i > ran; --i) writes_.jobs.push_front(std::move(batch[i - 1]));
@@ -138,6 +87,66 @@ void store_executor::writer_loop(store_connection& c) {
     }
     for (std::size_t i = 0; i < batch.size(); ++i) batch[i].finish(batch_error ? batch_error : errors[i]);
   }
+}
+
+bool store_executor::take_batch(writer_state& w, std::vector<job>& batch, std::size_t& urgent) {
+  batch.clear();
+  std::unique_lock lock(writes_.mutex);
+  auto queued = [&] { return writes_.jobs.size() + writes_.urgent.size(); };
+  writes_.ready.wait(lock, [&] { return stopping_ || queued() > 0; });
+  if (queued() == 0) return false;  // stopping and drained
+  // Group commit under load: at most one commit per interval, so jobs arriving
+  // meanwhile share it. After a quiet spell the first job commits at once.
+  const auto due = w.last_commit + opts_.min_commit_interval;
+  if (!stopping_ && !w.cut_short && queued() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
+    lock.unlock();
+    std::this_thread::sleep_until(due);
+    lock.lock();
+  }
+  w.last_commit = std::chrono::steady_clock::now();
+  for (auto* from : {&writes_.urgent, &writes_.jobs}) {
+    while (!from->empty() && batch.size() < opts_.max_batch) {
+      batch.push_back(std::move(from->front()));
+      from->pop_front();
+    }
+    if (from == &writes_.urgent) urgent = batch.size();
+  }
+  return true;
+}
+
+std::size_t store_executor::run_batch(store_connection& c, writer_state& w, std::vector<job>& batch, std::size_t urgent,
+                                      std::vector<std::exception_ptr>& errors) {
+  std::size_t ran = 0;
+  c.begin_batch();
+  if (opts_.maintenance && w.last_commit >= w.maintenance_due) {
+    w.maintenance_due = w.last_commit + opts_.maintenance_interval;
+    run_maintenance(c);
+  }
+  auto ordinary_from = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    // Past the budget, ordinary jobs wait for the next commit (one always runs); the
+    // budget counts ordinary work only.
+    if (i == urgent) ordinary_from = std::chrono::steady_clock::now();
+    if (i > urgent && std::chrono::steady_clock::now() - ordinary_from >= opts_.batch_budget) break;
+    ran = i + 1;
+    c.savepoint();
+    try {
+      batch[i].run(c);
+      c.release_savepoint();
+    } catch (...) {
+      // This job alone is undone; the rest of the batch still commits.
+      errors[i] = std::current_exception();
+      c.rollback_to_savepoint();
+      c.release_savepoint();
+    }
+    // SQLite rolls the whole transaction back itself on some errors (disk full, I/O):
+    // then nothing of the batch is stored, and no later job may run outside it.
+    if (!c.batch_open()) throw store_error("the database rolled the write transaction back");
+  }
+  c.commit_batch();
+  ++batches_;
+  jobs_ += ran;
+  return ran;
 }
 
 void store_executor::run_maintenance(store_connection& c) {

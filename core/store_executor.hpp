@@ -141,7 +141,19 @@ class store_executor {
   }
 
   void push(queue_kind kind, job j);
+  // The writer thread's pacing between batches.
+  struct writer_state {
+    std::chrono::steady_clock::time_point last_commit;
+    std::chrono::steady_clock::time_point maintenance_due;
+    bool cut_short = false;  // the last batch left jobs behind: no pause before the next
+  };
   void writer_loop(store_connection& c);
+  // Waits for jobs and takes the next batch, urgent ones first; false: stopping and drained.
+  bool take_batch(writer_state& w, std::vector<job>& batch, std::size_t& urgent);
+  // Runs the batch in one transaction, each job in a savepoint; returns how many ran (the
+  // budget may leave the rest for the next batch). Throws when the batch itself failed.
+  std::size_t run_batch(store_connection& c, writer_state& w, std::vector<job>& batch, std::size_t urgent,
+                        std::vector<std::exception_ptr>& errors);
   void run_maintenance(store_connection& c);
   void reader_loop(store_connection& c);
 

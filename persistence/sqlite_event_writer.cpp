@@ -62,79 +62,77 @@ void sqlite_event_writer::enqueue_tail_segment(const std::string& session_id, se
 }
 
 void sqlite_event_writer::submit(net::any_io_executor completion_executor) {
-  struct taken_batch {
-    bool ran = false;
-    std::vector<request> requests;
-    std::vector<std::exception_ptr> errors;
-  };
   auto taken = std::make_shared<taken_batch>();
-  // What is pending when the writer reaches the job goes into it: the longer the
-  // writer is busy, the more sessions share the job.
-  auto job = [this, taken](core::store_connection& c) {
-    {
+  auto job = [this, taken](core::store_connection& c) { run_job(c, *taken); };
+  // Urgent: released events must not wait behind a burst of ordinary writes. Each
+  // request's completion then goes to its own session's executor.
+  auto on_done = [this, taken](std::exception_ptr all) {
+    if (!taken->ran) {
+      // Never reached the writer (queue full, shutting down): fail what is pending, and
+      // the channels retry.
       std::lock_guard lock(mutex_);
       taken->requests.swap(pending_);
       job_queued_ = false;
     }
-    taken->ran = true;
-    auto& requests = taken->requests;
-    taken->errors.assign(requests.size(), nullptr);
-    // This executor's connections are SQLite's (sqlite_backend builds them).
-    auto& db = static_cast<sqlite_store&>(c);
-    // Every journal batch of this cycle goes into one row.
-    std::vector<core::event_batch_record> records;
-    std::vector<std::size_t> journaled;
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (requests[i].as_segment) continue;
-      const auto& events = requests[i].b.events;
-      records.push_back({requests[i].b.session_id, events.front()->id, events.back()->id, core::encode_log_frames(events),
-                         core::now_ms()});
-      journaled.push_back(i);
-    }
-    if (!records.empty()) {
-      std::exception_ptr error;
-      try {
-        std::vector<const core::event_batch_record*> rows;
-        for (const auto& r : records) rows.push_back(&r);
-        const auto seq = db.append_journal(rows);
-        for (auto i : journaled) tails_.claim(requests[i].b.session_id, seq);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      for (auto i : journaled) taken->errors[i] = error;
-    }
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (!requests[i].as_segment) continue;
-      // A transaction SQLite rolled back itself (disk full, I/O) fails the whole job:
-      // nothing after it may be written outside the batch.
-      if (!c.batch_open()) throw core::store_error("the database rolled the write transaction back");
-      // One session's refused segment (its session deleted meanwhile, say) spares the
-      // others, and is undone whole (segment and retention trim together).
-      c.savepoint();
-      try {
-        write_segment(c, requests[i]);
-        c.release_savepoint();
-      } catch (...) {
-        taken->errors[i] = std::current_exception();
-        c.rollback_to_savepoint();
-        c.release_savepoint();
-      }
-    }
+    taken->errors.resize(taken->requests.size());
+    for (std::size_t i = 0; i < taken->requests.size(); ++i) completed(taken->requests[i], all ? all : taken->errors[i]);
   };
-  // Urgent: released events must not wait behind a burst of ordinary writes.
-  // Each request's completion then goes to its own session's executor.
-  store_.async_write_urgent(std::move(job), net::bind_executor(completion_executor, [this, taken](std::exception_ptr all) {
-                              if (!taken->ran) {
-                                // Never reached the writer (queue full, shutting down): fail what is
-                                // pending, and the channels retry.
-                                std::lock_guard lock(mutex_);
-                                taken->requests.swap(pending_);
-                                job_queued_ = false;
-                              }
-                              taken->errors.resize(taken->requests.size());
-                              for (std::size_t i = 0; i < taken->requests.size(); ++i)
-                                completed(taken->requests[i], all ? all : taken->errors[i]);
-                            }));
+  store_.async_write_urgent(std::move(job), net::bind_executor(completion_executor, std::move(on_done)));
+}
+
+void sqlite_event_writer::run_job(core::store_connection& c, taken_batch& taken) {
+  // What is pending when the writer reaches the job goes into it: the longer the writer
+  // is busy, the more sessions share the job.
+  {
+    std::lock_guard lock(mutex_);
+    taken.requests.swap(pending_);
+    job_queued_ = false;
+  }
+  taken.ran = true;
+  taken.errors.assign(taken.requests.size(), nullptr);
+  write_journal(c, taken);
+  for (std::size_t i = 0; i < taken.requests.size(); ++i) {
+    if (!taken.requests[i].as_segment) continue;
+    // A transaction SQLite rolled back itself (disk full, I/O) fails the whole job:
+    // nothing after it may be written outside the batch.
+    if (!c.batch_open()) throw core::store_error("the database rolled the write transaction back");
+    // One session's refused segment (its session deleted meanwhile, say) spares the
+    // others, and is undone whole (segment and retention trim together).
+    c.savepoint();
+    try {
+      write_segment(c, taken.requests[i]);
+      c.release_savepoint();
+    } catch (...) {
+      taken.errors[i] = std::current_exception();
+      c.rollback_to_savepoint();
+      c.release_savepoint();
+    }
+  }
+}
+
+void sqlite_event_writer::write_journal(core::store_connection& c, taken_batch& taken) {
+  // Every journal batch of this cycle goes into one row.
+  std::vector<core::event_batch_record> records;
+  std::vector<std::size_t> journaled;
+  for (std::size_t i = 0; i < taken.requests.size(); ++i) {
+    const auto& r = taken.requests[i];
+    if (r.as_segment) continue;
+    records.push_back({r.b.session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events),
+                       core::now_ms()});
+    journaled.push_back(i);
+  }
+  if (records.empty()) return;
+  std::exception_ptr error;
+  try {
+    std::vector<const core::event_batch_record*> rows;
+    for (const auto& r : records) rows.push_back(&r);
+    // This executor's connections are SQLite's (sqlite_backend builds them).
+    const auto seq = static_cast<sqlite_store&>(c).append_journal(rows);
+    for (auto i : journaled) tails_.claim(taken.requests[i].b.session_id, seq);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (auto i : journaled) taken.errors[i] = error;
 }
 
 void sqlite_event_writer::write_segment(core::store_connection& c, const request& r) {

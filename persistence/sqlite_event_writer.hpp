@@ -69,7 +69,15 @@ class sqlite_event_writer final : public core::event_log_writer {
   void dispatch(const std::string& session_id, session_state& s);  // mutex_ held
   void enqueue(request r);  // mutex_ held
   void enqueue_tail_segment(const std::string& session_id, session_state& s);  // mutex_ held
+  // The requests one store job took, and each one's outcome.
+  struct taken_batch {
+    bool ran = false;
+    std::vector<request> requests;
+    std::vector<std::exception_ptr> errors;
+  };
   void submit(boost::asio::any_io_executor completion_executor);
+  void run_job(core::store_connection& c, taken_batch& taken);       // writer thread
+  void write_journal(core::store_connection& c, taken_batch& taken);  // writer thread
   void arm_timer(const std::string& session_id, session_state& s);  // mutex_ held
   void on_timer(const std::string& session_id, std::uint64_t generation);
   void completed(request& r, std::exception_ptr error);
