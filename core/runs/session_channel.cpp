@@ -28,7 +28,8 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       next_id_(last_event_id + 1),
       committed_id_(last_event_id),
       closed_(opts.deleted),
-      ring_(opts.ring_size) {
+      ring_(opts.ring_size),
+      cursors_(*this, services.stats, opts.replay_page, opts.subscriber_backlog) {
   snapshot_last_id_.store(last_event_id);
 }
 
@@ -110,7 +111,7 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
       }
   snapshot_last_id_.store(committed_id_);
   if (run_ended) publish_snapshot();
-  deliver_live(*batch);
+  cursors_.deliver(*batch);
   wake(commit_waiters_);
   if (deleting_ && !run_) {
     close_now();
@@ -119,26 +120,6 @@ void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   flush();
   release_ring_if_idle();
   if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
-}
-
-void session_channel::deliver_live(const std::vector<frame_ptr>& frames) {
-  // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
-  frame_batch group;
-  for (const auto& s : subscribers_) {
-    if (!s->live) continue;
-    // Behind by more than its bound: stop pushing; it catches up at its own pace
-    // (one big batch to an idle writer is fine).
-    const std::size_t backlog = s->sub->backlog();
-    if (backlog > 0 && backlog + frames.size() > opts_.subscriber_backlog) {
-      s->live = false;
-      stats_.sse_subscribers_behind++;
-      after_drained(s);
-      continue;
-    }
-    if (!group) group = make_frame_batch(frames);  // joined once, for all of them
-    s->sub->deliver(group);
-    s->cursor = std::max(s->cursor, frames.back()->id);
-  }
 }
 
 void session_channel::wake(std::vector<std::shared_ptr<net::steady_timer>>& waiters) {
@@ -170,92 +151,31 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
     sub->close(subscriber::close_reason::session_deleted);
     return;
   }
-  auto s = std::make_shared<subscription>();
-  s->sub = std::move(sub);
-  s->cursor = after_id;
-  s->on_replay = std::move(on_replay);
-  subscribers_.push_back(s);
-  catch_up(s);
+  cursors_.add(std::move(sub), after_id, std::move(on_replay));
 }
 
-void session_channel::catch_up(const subscription_ptr& s) {
-  if (s->gone || closed_) return;
-  if (!ring_holds_all_after(s->cursor)) return read_log_page(s);
-  auto frames = ring_.after(s->cursor);
-  if (frames.size() > opts_.replay_page) frames.resize(opts_.replay_page);
-  if (s->on_replay) {
-    replay_info info;
-    info.last_event_id = s->cursor;
-    info.replayed = static_cast<std::int64_t>(ring_.after(s->cursor).size());
-    info.oldest_event_id = oldest_held();
-    std::exchange(s->on_replay, nullptr)(info);
-  }
-  if (!frames.empty()) {
-    s->cursor = frames.back()->id;
-    s->sub->deliver(make_frame_batch(std::move(frames)));
-  }
-  // Caught up: from here on it takes batches as they commit, with no gap and no repeat.
-  if (s->cursor >= committed_id_) {
-    s->live = true;
-    return;
-  }
-  after_drained(s);
-}
-
-void session_channel::read_log_page(const subscription_ptr& s) {
-  // The log up to what the ring serves (retention may keep less in the log than the ring).
-  const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id_;
-  const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - s->cursor, 0)), opts_.replay_page);
-  auto read = [session = session_id_, after_id = s->cursor, limit](store_connection& c) {
+void session_channel::read_log(std::int64_t after_id, std::size_t limit, log_page_handler done) {
+  auto read = [session = session_id_, after_id, limit](store_connection& c) {
     std::pair<std::int64_t, std::vector<frame_ptr>> out;
     out.first = c.oldest_event_id(session);
     out.second = c.events_after(session, after_id, limit);
     return out;
   };
-  auto on_read = [self = shared_from_this(), s](std::exception_ptr error, std::pair<std::int64_t, std::vector<frame_ptr>> page) {
-    if (self->closed_ || s->gone) return;
-    if (error) {
-      // Without the log the sequence cannot continue: end the stream, the client resumes.
-      self->unsubscribe(s->sub.get());
-      s->sub->close(subscriber::close_reason::draining);
-      return;
-    }
-    self->on_log_page(s, page.first, std::move(page.second));
+  auto on_read = [self = shared_from_this(), done = std::move(done)](std::exception_ptr error,
+                                                                      std::pair<std::int64_t, std::vector<frame_ptr>> page) {
+    if (!self->closed_) done(error, page.first, std::move(page.second));
   };
   store_.async_read(std::move(read), net::bind_executor(strand_, std::move(on_read)));
 }
 
-void session_channel::on_log_page(const subscription_ptr& s, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
-  // What the ring holds is served from the ring.
-  const std::int64_t in_memory = ring_.size() ? ring_.oldest_id() : 0;
-  if (in_memory) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_memory; });
-  // The first event held after the cursor; beyond cursor + 1, retention removed some (a gap).
-  const std::int64_t first_held = !frames.empty() ? frames.front()->id : (in_memory ? in_memory : committed_id_ + 1);
-  if (s->on_replay) {
-    replay_info info;
-    info.last_event_id = s->cursor;
-    info.gap = first_held > s->cursor + 1;
-    info.oldest_event_id = log_oldest && (!in_memory || log_oldest < in_memory) ? log_oldest : in_memory;
-    // `reconnected` counts what is committed now, from the first event held.
-    info.replayed = std::max<std::int64_t>(0, committed_id_ - first_held + 1);
-    std::exchange(s->on_replay, nullptr)(info);
-  }
-  if (frames.empty()) {
-    // Nothing in the log after the cursor: go on from just before the first event held.
-    s->cursor = std::max(s->cursor, first_held - 1);
-    return catch_up(s);
-  }
-  s->cursor = frames.back()->id;
-  s->sub->deliver(make_frame_batch(std::move(frames)));
-  // The next page once this one is taken: a lagging subscriber holds at most a page.
-  after_drained(s);
-}
-
-void session_channel::after_drained(const subscription_ptr& s) {
-  s->sub->when_drained([self = shared_from_this(), s] {
-    net::post(self->strand_, [self, s] { self->catch_up(s); });
+void session_channel::defer(std::function<void()> step) {
+  net::post(strand_, [self = shared_from_this(), step = std::move(step)] {
+    if (!self->closed_) step();
   });
 }
+
+std::shared_ptr<const void> session_channel::keep_alive() { return shared_from_this(); }
+
 
 net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t after_id, std::size_t limit) {
   std::vector<frame_ptr> out;
@@ -288,18 +208,14 @@ std::int64_t session_channel::oldest_held() const {
 }
 
 void session_channel::unsubscribe(const subscriber* sub) {
-  std::erase_if(subscribers_, [sub](const subscription_ptr& s) {
-    if (s->sub.get() != sub) return false;
-    s->gone = true;
-    return true;
-  });
+  cursors_.remove(sub);
   release_ring_if_idle();
 }
 
 void session_channel::release_ring_if_idle() {
   // An idle session keeps no frames in memory: a later resume reads the log instead.
   // (Thousands of finished sessions would otherwise each hold a full ring.)
-  if (!run_ && subscribers_.empty() && pending_.empty() && !in_flight_) ring_.clear();
+  if (!run_ && cursors_.empty() && pending_.empty() && !in_flight_) ring_.clear();
 }
 
 void session_channel::set_live_run(std::shared_ptr<run> r) {
@@ -324,19 +240,14 @@ void session_channel::close_now() {
   pending_.clear();
   ring_.clear();
   log_.forget(session_id_);
-  auto subs = std::move(subscribers_);
-  subscribers_.clear();
-  for (auto& s : subs) {
-    s->gone = true;
-    s->sub->close(subscriber::close_reason::session_deleted);
-  }
+  cursors_.close_all();
   wake(commit_waiters_);
   wake(watermark_waiters_);
 }
 
 void session_channel::close_subscribers() {
   // Subscribers that finish with their run stay subscribed and end by themselves.
-  for (auto& s : subscribers_) s->sub->close(subscriber::close_reason::draining);
+  cursors_.drain_all();
 }
 
 void session_channel::publish_snapshot() {

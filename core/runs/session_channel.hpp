@@ -13,11 +13,9 @@
 // So no client ever sees an id that a crash could take back. How the store lays
 // the events out is the writer's business (core/storage/event_log_writer.hpp).
 //
-// Subscribers are cursors (subscriber.hpp): each subscription remembers the last
-// id handed to it. A live one gets each committed batch; one whose backlog is over
-// `subscriber_backlog` stops getting them and, each time its backlog has drained,
-// is handed the next page from the ring or the log, until it has caught up and
-// rejoins live. A slow reader costs one page of memory and never slows the run.
+// Its subscribers are cursors (subscriber_cursors.hpp): a slow reader catches up
+// page by page from the ring or the log, costs one page of memory and never slows
+// the run.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -35,6 +33,7 @@
 
 #include "core/events/event_buffer.hpp"
 #include "core/events/subscriber.hpp"
+#include "core/runs/subscriber_cursors.hpp"
 #include "core/storage/event_log_writer.hpp"
 #include "core/io_executor.hpp"
 #include "core/metrics.hpp"
@@ -45,12 +44,6 @@ namespace agw::core {
 
 class run;
 
-struct replay_info {
-  std::int64_t last_event_id = 0;    // the cursor the client sent
-  std::int64_t replayed = 0;         // events sent before live ones
-  bool gap = false;                  // the log no longer held some events after the cursor
-  std::int64_t oldest_event_id = 0;  // oldest id still held (log or ring)
-};
 
 // What every channel of a process shares (all outlive the channels).
 struct channel_services {
@@ -59,7 +52,7 @@ struct channel_services {
   metrics& stats;
 };
 
-class session_channel : public std::enable_shared_from_this<session_channel> {
+class session_channel : public std::enable_shared_from_this<session_channel>, private subscriber_cursors::source {
  public:
   using strand_type = io_strand;
 
@@ -95,7 +88,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   void subscribe(std::shared_ptr<subscriber> sub, std::int64_t after_id,
                  std::function<void(const replay_info&)> on_replay = nullptr);
   void unsubscribe(const subscriber* sub);
-  std::size_t subscriber_count() const { return subscribers_.size(); }
+  std::size_t subscriber_count() const { return cursors_.size(); }
 
   // Committed events after `after_id`, at most `limit`, from memory or the log
   // (the JSON cursor). Runs on the strand (co_spawn it there).
@@ -123,29 +116,19 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   snapshot_view snapshot() const;
 
  private:
-  // One subscriber and where it is in the sequence.
-  struct subscription {
-    std::shared_ptr<subscriber> sub;
-    std::int64_t cursor = 0;  // the last id handed to it
-    bool live = false;        // takes each batch as it commits
-    bool gone = false;        // unsubscribed or closed: pending steps stop
-    std::function<void(const replay_info&)> on_replay;  // set until its first step announced the replay
-  };
-  using subscription_ptr = std::shared_ptr<subscription>;
+  // subscriber_cursors::source: what the cursors read, on the strand.
+  std::int64_t committed_id() const override { return committed_id_; }
+  const event_buffer& ring() const override { return ring_; }
+  std::int64_t oldest_held() const override;
+  void read_log(std::int64_t after_id, std::size_t limit, log_page_handler done) override;
+  void defer(std::function<void()> step) override;
+  std::shared_ptr<const void> keep_alive() override;
 
   void flush();
   void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
-  void deliver_live(const std::vector<frame_ptr>& frames);
-  // Hands `s` the next page after its cursor, from memory or (async) the log.
-  void catch_up(const subscription_ptr& s);
-  void read_log_page(const subscription_ptr& s);
-  void on_log_page(const subscription_ptr& s, std::int64_t log_oldest, std::vector<frame_ptr> frames);
-  // catch_up(s) once what `s` was handed so far is taken.
-  void after_drained(const subscription_ptr& s);
   void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
   // What the ring serves: every committed event after `after_id`?
   bool ring_holds_all_after(std::int64_t after_id) const;
-  std::int64_t oldest_held() const;
   void publish_snapshot();
   void close_now();
   void release_ring_if_idle();
@@ -165,7 +148,7 @@ class session_channel : public std::enable_shared_from_this<session_channel> {
   bool closed_ = false;
   bool deleting_ = false;  // closing once the live run's done is delivered
   event_buffer ring_;
-  std::vector<subscription_ptr> subscribers_;
+  subscriber_cursors cursors_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;
   std::shared_ptr<run> run_;

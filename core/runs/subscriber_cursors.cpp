@@ -1,0 +1,139 @@
+#include "core/runs/subscriber_cursors.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace agw::core {
+
+void subscriber_cursors::add(std::shared_ptr<subscriber> sub, std::int64_t after_id,
+                             std::function<void(const replay_info&)> on_replay) {
+  auto c = std::make_shared<cursor>();
+  c->sub = std::move(sub);
+  c->last_sent = after_id;
+  c->on_replay = std::move(on_replay);
+  cursors_.push_back(c);
+  catch_up(c);
+}
+
+void subscriber_cursors::remove(const subscriber* sub) {
+  std::erase_if(cursors_, [sub](const cursor_ptr& c) {
+    if (c->sub.get() != sub) return false;
+    c->gone = true;
+    return true;
+  });
+}
+
+void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames) {
+  // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
+  frame_batch group;
+  for (const auto& c : cursors_) {
+    if (!c->live) continue;
+    // Behind by more than its bound: stop pushing; it catches up at its own pace
+    // (one big batch to an idle writer is fine).
+    const std::size_t backlog = c->sub->backlog();
+    if (backlog > 0 && backlog + frames.size() > backlog_bound_) {
+      c->live = false;
+      stats_.sse_subscribers_behind++;
+      after_drained(c);
+      continue;
+    }
+    if (!group) group = make_frame_batch(frames);  // joined once, for all of them
+    c->sub->deliver(group);
+    c->last_sent = std::max(c->last_sent, frames.back()->id);
+  }
+}
+
+void subscriber_cursors::close_all() {
+  auto all = std::move(cursors_);
+  cursors_.clear();
+  for (auto& c : all) {
+    c->gone = true;
+    c->sub->close(subscriber::close_reason::session_deleted);
+  }
+}
+
+void subscriber_cursors::drain_all() {
+  // Subscribers that finish with their run stay subscribed and end by themselves.
+  for (auto& c : cursors_) c->sub->close(subscriber::close_reason::draining);
+}
+
+bool subscriber_cursors::ring_holds_all_after(std::int64_t after_id) const {
+  // The ring ends at the last committed event.
+  const auto& ring = source_.ring();
+  return after_id >= source_.committed_id() || (ring.size() && ring.oldest_id() <= after_id + 1);
+}
+
+void subscriber_cursors::catch_up(const cursor_ptr& c) {
+  if (c->gone) return;
+  if (!ring_holds_all_after(c->last_sent)) return read_log_page(c);
+  auto frames = source_.ring().after(c->last_sent);
+  if (c->on_replay) {
+    replay_info info;
+    info.last_event_id = c->last_sent;
+    info.replayed = static_cast<std::int64_t>(frames.size());
+    info.oldest_event_id = source_.oldest_held();
+    std::exchange(c->on_replay, nullptr)(info);
+  }
+  if (frames.size() > page_) frames.resize(page_);
+  if (!frames.empty()) {
+    c->last_sent = frames.back()->id;
+    c->sub->deliver(make_frame_batch(std::move(frames)));
+  }
+  // Caught up: from here on it takes batches as they commit, with no gap and no repeat.
+  if (c->last_sent >= source_.committed_id()) {
+    c->live = true;
+    return;
+  }
+  after_drained(c);
+}
+
+void subscriber_cursors::read_log_page(const cursor_ptr& c) {
+  // The log up to what the ring serves (retention may keep less in the log than the ring).
+  const auto& ring = source_.ring();
+  const std::int64_t upto = ring.size() ? ring.oldest_id() - 1 : source_.committed_id();
+  const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - c->last_sent, 0)), page_);
+  source_.read_log(c->last_sent, limit, [this, c](std::exception_ptr error, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
+    if (c->gone) return;
+    if (error) {
+      // Without the log the sequence cannot continue: end the stream, the client resumes.
+      remove(c->sub.get());
+      c->sub->close(subscriber::close_reason::draining);
+      return;
+    }
+    on_log_page(c, log_oldest, std::move(frames));
+  });
+}
+
+void subscriber_cursors::on_log_page(const cursor_ptr& c, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
+  // What the ring holds is served from the ring.
+  const auto& ring = source_.ring();
+  const std::int64_t in_ring = ring.size() ? ring.oldest_id() : 0;
+  if (in_ring) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_ring; });
+  // The first event held after the cursor; beyond cursor + 1, retention removed some (a gap).
+  const std::int64_t first_held = !frames.empty() ? frames.front()->id : (in_ring ? in_ring : source_.committed_id() + 1);
+  if (c->on_replay) {
+    replay_info info;
+    info.last_event_id = c->last_sent;
+    info.gap = first_held > c->last_sent + 1;
+    info.oldest_event_id = log_oldest && (!in_ring || log_oldest < in_ring) ? log_oldest : in_ring;
+    // `reconnected` counts what is committed now, from the first event held.
+    info.replayed = std::max<std::int64_t>(0, source_.committed_id() - first_held + 1);
+    std::exchange(c->on_replay, nullptr)(info);
+  }
+  if (frames.empty()) {
+    // Nothing in the log after the cursor: go on from just before the first event held.
+    c->last_sent = std::max(c->last_sent, first_held - 1);
+    return catch_up(c);
+  }
+  c->last_sent = frames.back()->id;
+  c->sub->deliver(make_frame_batch(std::move(frames)));
+  // The next page once this one is taken: a lagging subscriber holds at most a page.
+  after_drained(c);
+}
+
+void subscriber_cursors::after_drained(const cursor_ptr& c) {
+  // The subscriber calls back from its own executor: the step goes back to the strand.
+  c->sub->when_drained([this, c, alive = source_.keep_alive()] { source_.defer([this, c] { catch_up(c); }); });
+}
+
+}  // namespace agw::core
