@@ -467,6 +467,8 @@ TEST_CASE("sse_stream: a write that makes no progress for write_timeout ends as 
                 [&](const std::shared_ptr<agw::gateway::sse_stream>&, sse_end_reason why, tcp::socket socket, bool reusable) {
                   ends.push_back(why);
                   CHECK_FALSE(reusable);
+                  // The stalled write was cancelled, not the socket closed: the connection's owner closes it.
+                  CHECK(socket.is_open());
                   boost::system::error_code ignored;
                   socket.close(ignored);
                 });
