@@ -17,6 +17,14 @@
 // a whole frame and, when chunked, with the last chunk. One timer per stream,
 // armed about once per heartbeat interval whatever the event rate: it writes the
 // heartbeat after `heartbeat` of silence, and cuts a stalled write.
+//
+// The write loop is a class template over the stream it writes to, so that a test can
+// drive it with Beast's in-memory test::stream (fail the n-th write, read the exact
+// bytes) while the server keeps one compiled instance. Its member definitions live in
+// sse_stream_impl.ipp, included by sse_stream.cpp (which instantiates it for
+// tcp::socket, the `sse_stream` every handler uses) and by the test that instantiates
+// it for test::stream: no header-only code in every includer, no test code in the
+// library.
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -32,23 +40,28 @@
 
 namespace agw::gateway {
 
-class sse_stream final : public core::subscriber, public std::enable_shared_from_this<sse_stream> {
- public:
-  struct options {
-    std::chrono::steady_clock::duration heartbeat;
-    std::chrono::steady_clock::duration write_timeout;
-    std::int64_t after_id = 0;              // frames with ids up to this are skipped
-    std::optional<std::string> until_run;  // end after this run's done
-    std::optional<std::int64_t> until_id;  // end once this id was sent (a replay with no live run)
-  };
+// The parts of a stream that do not depend on what it writes to.
+struct sse_stream_options {
+  std::chrono::steady_clock::duration heartbeat;
+  std::chrono::steady_clock::duration write_timeout;
+  std::int64_t after_id = 0;              // frames with ids up to this are skipped
+  std::optional<std::string> until_run;  // end after this run's done
+  std::optional<std::int64_t> until_id;  // end once this id was sent (a replay with no live run)
+};
+enum class sse_end_reason { run_done, client_gone, stalled, closed };
 
-  enum class end_reason { run_done, client_gone, stalled, closed };
+// `Stream`: an AsyncWriteStream, movable, whose executor is (or runs on) `executor`.
+template <class Stream>
+class basic_sse_stream final : public core::subscriber, public std::enable_shared_from_this<basic_sse_stream<Stream>> {
+ public:
+  using options = sse_stream_options;
+  using end_reason = sse_end_reason;
   // Called once, on the stream's executor. `reusable`: the response ended cleanly
   // (chunked, to its end) and the socket may serve the connection's next request.
   using end_handler =
-      std::function<void(const std::shared_ptr<sse_stream>& self, end_reason, net::ip::tcp::socket socket, bool reusable)>;
+      std::function<void(const std::shared_ptr<basic_sse_stream>& self, end_reason, Stream socket, bool reusable)>;
 
-  sse_stream(net::any_io_executor executor, core::metrics& stats, options opts);
+  basic_sse_stream(net::any_io_executor executor, core::metrics& stats, options opts);
 
   // --- any thread (post to the stream's executor) ---
   void deliver(const core::frame_batch& frames) override;
@@ -62,7 +75,7 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   // Takes the connection: writes `head` (the HTTP response header), then the body,
   // chunked when `chunked`: `preamble` (retry:, ...) and frames as they come, until
   // the end condition. Call once, on the stream's executor.
-  void start(net::ip::tcp::socket socket, std::string head, std::string preamble, bool chunked, end_handler on_end);
+  void start(Stream socket, std::string head, std::string preamble, bool chunked, end_handler on_end);
 
  private:
   void take(core::frame_batch frames);
@@ -76,7 +89,7 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   net::any_io_executor executor_;
   core::metrics& stats_;
   options opts_;
-  std::optional<net::ip::tcp::socket> socket_;  // set by start(), handed back by finish()
+  std::optional<Stream> socket_;  // set by start(), handed back by finish()
   net::steady_timer timer_;
   end_handler on_end_;
 
@@ -99,5 +112,9 @@ class sse_stream final : public core::subscriber, public std::enable_shared_from
   bool reached_end_ = false;   // the write in flight ends the response
   bool finished_ = false;
 };
+
+// The server's streams: compiled once, in sse_stream.cpp.
+extern template class basic_sse_stream<net::ip::tcp::socket>;
+using sse_stream = basic_sse_stream<net::ip::tcp::socket>;
 
 }  // namespace agw::gateway

@@ -1,0 +1,244 @@
+#pragma once
+// The member definitions of basic_sse_stream (sse_stream.hpp). Included only by
+// sse_stream.cpp, which instantiates the server's tcp::socket stream, and by tests
+// that instantiate it over Beast's test::stream: see the header for why.
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <cstdio>
+
+#include "core/events/sse_format.hpp"
+#include "gateway/sse_stream.hpp"
+
+namespace agw::gateway {
+
+namespace sse_detail {
+inline constexpr char crlf[] = "\r\n";
+inline constexpr char last_chunk[] = "0\r\n\r\n";
+
+// Ends the write in flight: a socket cancels it; Beast's test::stream has no cancel
+// (its writes never block), so it is closed instead.
+template <class Stream>
+void cancel_write(Stream& stream) {
+  if constexpr (requires(boost::system::error_code& ec) { stream.cancel(ec); }) {
+    boost::system::error_code ignored;
+    stream.cancel(ignored);
+  } else {
+    stream.close();
+  }
+}
+}  // namespace sse_detail
+
+template <class Stream>
+basic_sse_stream<Stream>::basic_sse_stream(net::any_io_executor executor, core::metrics& stats, options opts)
+    : executor_(std::move(executor)), stats_(stats), opts_(std::move(opts)), timer_(executor_), last_sent_(opts_.after_id) {}
+
+template <class Stream>
+void basic_sse_stream<Stream>::deliver(const core::frame_batch& frames) {
+  // Bounded by the channel: it stops delivering while this backlog is over its bound.
+  queued_ += frames->size();
+  net::post(executor_, [self = this->shared_from_this(), frames] { self->take(frames); });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::when_drained(std::function<void()> drained) {
+  // Posted after every deliver() the channel made before asking, so it sees their frames queued.
+  net::post(executor_, [self = this->shared_from_this(), drained = std::move(drained)]() mutable {
+    if (self->finished_) return;
+    self->drained_ = std::move(drained);
+    self->notify_if_drained();
+  });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::notify_if_drained() {
+  if (!drained_ || writing_ || !queue_.empty()) return;
+  auto drained = std::move(drained_);
+  drained_ = nullptr;
+  drained();
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::deliver_unnumbered(core::frame_ptr frame) {
+  auto frames = core::make_frame_batch({std::move(frame)});
+  queued_ += 1;
+  net::post(executor_, [self = this->shared_from_this(), frames = std::move(frames)] { self->take(frames); });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::close(close_reason why) {
+  // A run's own stream outlives a drain until its done (the drain deadline bounds it).
+  if (why == close_reason::draining && (opts_.until_run || opts_.until_id)) return;
+  net::post(executor_, [self = this->shared_from_this()] {
+    self->closed_ = true;
+    self->write_more();
+  });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::take(core::frame_batch frames) {
+  if (finished_) return;
+  queue_.push_back(std::move(frames));
+  write_more();
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::start(Stream socket, std::string head, std::string preamble, bool chunked, end_handler on_end) {
+  stats_.sse_streams_open++;
+  socket_.emplace(std::move(socket));
+  on_end_ = std::move(on_end);
+  chunked_ = chunked;
+  head_ = std::move(head);
+  // The preamble is the body's first chunk, sent with the header in one write.
+  if (!preamble.empty()) {
+    if (chunked_) {
+      const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", preamble.size());
+      head_.append(chunk_size_, static_cast<std::size_t>(n));
+    }
+    head_ += preamble;
+    if (chunked_) head_ += sse_detail::crlf;
+  }
+  started_ = true;
+  last_write_ = std::chrono::steady_clock::now();
+  // (A replay with nothing to send ends in the first write: what subscribe() queued, such
+  // as `reconnected`, was posted here before this call, so it goes out first.)
+  arm_timer(last_write_ + opts_.heartbeat);
+  write_more();
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::write_more() {
+  if (!started_ || writing_ || finished_) return;
+  pieces_.clear();
+  in_write_.clear();
+  if (!head_.empty()) pieces_.push_back(net::buffer(head_));
+  const std::size_t body_from = pieces_.size();
+  frames_in_write_ = 0;
+  // Everything queued goes out in one write (one syscall), skipping ids already sent.
+  for (auto& batch : queue_) {
+    queued_ -= batch->size();
+    const std::size_t first_piece = pieces_.size();
+    bool whole = !reached_end_;  // every frame of the batch goes out
+    for (const auto& f : batch->frames) {
+      if (reached_end_) {
+        whole = false;
+        break;
+      }
+      if (f->id >= 0) {
+        if (f->id <= last_sent_) {
+          whole = false;
+          continue;
+        }
+        last_sent_ = f->id;
+        ++frames_in_write_;
+      }
+      pieces_.push_back(net::buffer(f->sse));
+      if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run) reached_end_ = true;
+    }
+    // The usual case: the batch's joined text, one buffer instead of one per frame.
+    if (whole && pieces_.size() > first_piece + 1) {
+      pieces_.resize(first_piece);
+      pieces_.push_back(net::buffer(batch->joined));
+    }
+    in_write_.push_back(std::move(batch));
+  }
+  queue_.clear();
+  if (opts_.until_id && last_sent_ >= *opts_.until_id) reached_end_ = true;
+  // Told to end: after what was queued, with the last chunk, like a run's end.
+  if (closed_) reached_end_ = true;
+  std::size_t body = 0;
+  for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
+  if (chunked_ && body > 0) {
+    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", body);
+    pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from), net::buffer(chunk_size_, static_cast<std::size_t>(n)));
+    pieces_.push_back(net::buffer(sse_detail::crlf, 2));
+  }
+  // The last chunk ends the response cleanly; the connection may then be reused.
+  if (reached_end_ && chunked_) pieces_.push_back(net::buffer(sse_detail::last_chunk, 5));
+  if (pieces_.empty()) {
+    if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
+    return;  // idle: the timer writes heartbeats
+  }
+  writing_ = true;
+  write_started_ = std::chrono::steady_clock::now();
+  // Rare: a write timeout shorter than the heartbeat needs an earlier check.
+  if (timer_.expiry() > write_started_ + opts_.write_timeout) arm_timer(write_started_ + opts_.write_timeout);
+  net::async_write(*socket_, pieces_, [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+    self->on_written(ec);
+  });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::on_written(const boost::system::error_code& ec) {
+  writing_ = false;
+  head_.clear();
+  head_.shrink_to_fit();
+  in_write_.clear();
+  if (ec) return finish(stalled_ ? end_reason::stalled : end_reason::client_gone);
+  last_write_ = std::chrono::steady_clock::now();
+  stats_.sse_frames_written += frames_in_write_;
+  if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
+  write_more();
+  notify_if_drained();
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::arm_timer(std::chrono::steady_clock::time_point at) {
+  timer_.expires_at(at);
+  timer_.async_wait([self = this->shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->on_timer();
+  });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::on_timer() {
+  if (finished_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (writing_) {
+    // A client that stopped reading: cut the stalled write (a quiet client is never cut).
+    if (now - write_started_ >= opts_.write_timeout) {
+      stalled_ = true;
+      stats_.sse_slow_subscribers_dropped++;
+      sse_detail::cancel_write(*socket_);
+      return;
+    }
+    // A heartbeat is not due while a write is in flight: only the write's deadline.
+    arm_timer(write_started_ + opts_.write_timeout);
+    return;
+  }
+  if (now - last_write_ < opts_.heartbeat) {
+    // Written meanwhile: look again a heartbeat after that write.
+    arm_timer(last_write_ + opts_.heartbeat);
+    return;
+  }
+  // Silent for a heartbeat interval: keep proxies from cutting an idle stream.
+  const auto beat = core::heartbeat_line();
+  head_.clear();
+  if (chunked_) {
+    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", beat.size());
+    head_.append(chunk_size_, static_cast<std::size_t>(n));
+  }
+  head_ += beat;
+  if (chunked_) head_ += sse_detail::crlf;
+  arm_timer(now + opts_.heartbeat);
+  write_more();
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::finish(end_reason why) {
+  if (finished_) return;
+  finished_ = true;
+  writing_ = false;
+  timer_.cancel();
+  queue_.clear();
+  in_write_.clear();
+  drained_ = nullptr;
+  stats_.sse_streams_open--;
+  const bool reusable = why == end_reason::run_done && chunked_;
+  auto on_end = std::move(on_end_);
+  on_end_ = nullptr;
+  auto socket = std::move(*socket_);
+  socket_.reset();
+  if (on_end) on_end(this->shared_from_this(), why, std::move(socket), reusable);
+}
+
+}  // namespace agw::gateway
