@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/api_error.hpp"
-#include "core/store.hpp"
+#include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
 #include "gateway/http_connection.hpp"
 #include "gateway/json_response.hpp"
