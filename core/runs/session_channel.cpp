@@ -26,8 +26,8 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       stats_(services.stats),
       opts_(opts),
       next_id_(last_event_id + 1),
-      committed_id_(last_event_id),
       closed_(opts.deleted),
+      pipeline_(strand_, session_id_, services.log, {opts.max_batch, opts.high_watermark, opts.retention}, *this, last_event_id),
       ring_(opts.ring_size),
       cursors_(*this, services.stats, opts.replay_page, opts.subscriber_backlog) {
   snapshot_last_id_.store(last_event_id);
@@ -36,8 +36,7 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
 std::int64_t session_channel::publish(std::string_view run_id, event_type type, const boost::json::object& data) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;  // the session is gone: nothing to store or deliver
-  pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, data)));
-  flush();
+  pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, data)));
   return id;
 }
 
@@ -45,104 +44,39 @@ std::int64_t session_channel::publish(std::string_view run_id, event_type type, 
                                       std::string_view value) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;
-  pending_.push_back(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, key, value)));
-  flush();
+  pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, key, value)));
   return id;
 }
 
-void session_channel::flush() {
-  if (in_flight_ || closed_ || pending_.empty()) return;
-  in_flight_ = true;
-  // A bounded batch: one log write and one delivery per subscriber stay small, and
-  // the rest commits right behind it.
-  const std::size_t take = std::min(pending_.size(), opts_.max_batch);
-  auto batch = std::make_shared<std::vector<frame_ptr>>(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
-  in_flight_count_ = batch->size();
-  if (deleting_) {
-    // The session's rows are gone: the run's last events go to its followers only.
-    net::post(strand_, [self = shared_from_this(), batch] { self->on_committed(batch, nullptr); });
-    return;
-  }
-  event_log_writer::batch request;
-  request.session_id = session_id_;
-  request.events = *batch;
-  request.ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
-  request.retention = opts_.retention;
-  request.executor = strand_;
-  request.done = [self = shared_from_this(), batch](std::exception_ptr error) { self->on_committed(batch, error); };
-  log_.append(std::move(request));
-}
-
-void session_channel::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
-  in_flight_ = false;
-  in_flight_count_ = 0;
-  if (closed_) return;
-  if (error) {
-    // Storage refused the batch: keep its frames (ids stay assigned, nothing was
-    // released) and retry after a pause; the run waits at the watermark meanwhile.
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      spdlog::error("session {}: event batch of {} events not committed: {}; retrying", session_id_, batch->size(), e.what());
-    }
-    pending_.insert(pending_.begin(), batch->begin(), batch->end());
-    auto timer = std::make_shared<net::steady_timer>(strand_, std::chrono::milliseconds(200));
-    in_flight_ = true;  // hold further flushes until the retry
-    timer->async_wait([self = shared_from_this(), timer](const boost::system::error_code&) {
-      self->in_flight_ = false;
-      self->flush();
-    });
-    return;
-  }
-  committed_id_ = batch->back()->id;
-  for (const auto& f : *batch) ring_.push(f);
-  stats_.events_published += batch->size();
+void session_channel::released(const std::vector<frame_ptr>& batch) {
+  for (const auto& f : batch) ring_.push(f);
+  stats_.events_published += batch.size();
   stats_.event_batches_committed++;
   // A run is over when its done is durable: clear it before anyone sees the done,
   // so a client that answers done with its next message never meets a 409.
   bool run_ended = false;
   if (run_)
-    for (const auto& f : *batch)
+    for (const auto& f : batch)
       if (f->type == event_type::done && f->run_id() == run_->id()) {
         run_.reset();
         run_ended = true;
         break;
       }
-  snapshot_last_id_.store(committed_id_);
+  snapshot_last_id_.store(pipeline_.committed_id());
   if (run_ended) publish_snapshot();
-  cursors_.deliver(*batch);
-  wake(commit_waiters_);
-  if (deleting_ && !run_) {
-    close_now();
-    return;
-  }
-  flush();
+  cursors_.deliver(batch);
+  if (deleting_ && !run_) return close_now();
   release_ring_if_idle();
-  if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
-}
-
-void session_channel::wake(std::vector<std::shared_ptr<net::steady_timer>>& waiters) {
-  auto woken = std::move(waiters);
-  waiters.clear();
-  for (auto& t : woken) t->cancel();
 }
 
 net::awaitable<void> session_channel::wait_committed() {
-  const std::int64_t target = last_assigned_id();
-  while (committed_id_ < target && !closed_) {
-    auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
-    commit_waiters_.push_back(timer);
-    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
-  }
+  auto waiting = pipeline_.wait_committed(last_assigned_id());
+  co_await std::move(waiting);
 }
 
 net::awaitable<void> session_channel::wait_below_watermark() {
-  while (pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_) {
-    auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
-    watermark_waiters_.push_back(timer);
-    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
-  }
+  auto waiting = pipeline_.wait_below_watermark();
+  co_await std::move(waiting);
 }
 
 void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t after_id,
@@ -181,7 +115,7 @@ net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t 
   std::vector<frame_ptr> out;
   if (!ring_holds_all_after(after_id)) {
     // The log first, up to what the ring holds (retention may have cut the log's start).
-    const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id_;
+    const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id();
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
     out = co_await store_.async_read(std::move(read), net::use_awaitable);
@@ -197,14 +131,13 @@ net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t 
 
 bool session_channel::ring_holds_all_after(std::int64_t after_id) const {
   // The ring ends at the last committed event.
-  return after_id >= committed_id_ || (ring_.size() && ring_.oldest_id() <= after_id + 1);
+  return after_id >= committed_id() || (ring_.size() && ring_.oldest_id() <= after_id + 1);
 }
 
 std::int64_t session_channel::oldest_held() const {
-  if (committed_id_ == 0) return 0;
+  if (committed_id() == 0) return 0;
   if (opts_.retention == 0) return 1;
-  // Retention trims whole batches, so the log may hold a little more than this.
-  return std::max<std::int64_t>(1, committed_id_ - static_cast<std::int64_t>(opts_.retention) + 1);
+  return std::max<std::int64_t>(1, committed_id() - static_cast<std::int64_t>(opts_.retention) + 1);
 }
 
 void session_channel::unsubscribe(const subscriber* sub) {
@@ -215,14 +148,14 @@ void session_channel::unsubscribe(const subscriber* sub) {
 void session_channel::release_ring_if_idle() {
   // An idle session keeps no frames in memory: a later resume reads the log instead.
   // (Thousands of finished sessions would otherwise each hold a full ring.)
-  if (!run_ && cursors_.empty() && pending_.empty() && !in_flight_) ring_.clear();
+  if (!run_ && cursors_.empty() && pipeline_.idle()) ring_.clear();
 }
 
 void session_channel::set_live_run(std::shared_ptr<run> r) {
   run_ = std::move(r);
   publish_snapshot();
   // Deleted while a run was only reserved (it never published): nothing else will close us.
-  if (!run_ && deleting_ && pending_.empty() && !in_flight_) close_now();
+  if (!run_ && deleting_ && pipeline_.idle()) close_now();
 }
 
 void session_channel::close() {
@@ -230,6 +163,7 @@ void session_channel::close() {
   if (run_ && run_->request_abort()) {
     // Let the live run end with its aborted done, delivered but not stored; then close.
     deleting_ = true;
+    pipeline_.store_nothing();
     return;
   }
   close_now();
@@ -237,12 +171,10 @@ void session_channel::close() {
 
 void session_channel::close_now() {
   closed_ = true;
-  pending_.clear();
+  pipeline_.close();
   ring_.clear();
   log_.forget(session_id_);
   cursors_.close_all();
-  wake(commit_waiters_);
-  wake(watermark_waiters_);
 }
 
 void session_channel::close_subscribers() {

@@ -33,6 +33,7 @@
 
 #include "core/events/event_buffer.hpp"
 #include "core/events/subscriber.hpp"
+#include "core/runs/commit_pipeline.hpp"
 #include "core/runs/subscriber_cursors.hpp"
 #include "core/storage/event_log_writer.hpp"
 #include "core/io_executor.hpp"
@@ -52,7 +53,9 @@ struct channel_services {
   metrics& stats;
 };
 
-class session_channel : public std::enable_shared_from_this<session_channel>, private subscriber_cursors::source {
+class session_channel : public std::enable_shared_from_this<session_channel>,
+                        private commit_pipeline::owner,
+                        private subscriber_cursors::source {
  public:
   using strand_type = io_strand;
 
@@ -95,7 +98,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>, pr
   boost::asio::awaitable<std::vector<frame_ptr>> read_after(std::int64_t after_id, std::size_t limit);
 
   std::int64_t last_assigned_id() const { return next_id_ - 1; }
-  std::int64_t last_committed_id() const { return committed_id_; }
+  std::int64_t last_committed_id() const { return pipeline_.committed_id(); }
 
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);
@@ -117,16 +120,15 @@ class session_channel : public std::enable_shared_from_this<session_channel>, pr
 
  private:
   // subscriber_cursors::source: what the cursors read, on the strand.
-  std::int64_t committed_id() const override { return committed_id_; }
+  std::int64_t committed_id() const override { return pipeline_.committed_id(); }
   const event_buffer& ring() const override { return ring_; }
   std::int64_t oldest_held() const override;
   void read_log(std::int64_t after_id, std::size_t limit, log_page_handler done) override;
   void defer(std::function<void()> step) override;
   std::shared_ptr<const void> keep_alive() override;
+  // commit_pipeline::owner: a batch is committed (or, deleting, released unstored).
+  void released(const std::vector<frame_ptr>& batch) override;
 
-  void flush();
-  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
-  void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
   // What the ring serves: every committed event after `after_id`?
   bool ring_holds_all_after(std::int64_t after_id) const;
   void publish_snapshot();
@@ -141,16 +143,11 @@ class session_channel : public std::enable_shared_from_this<session_channel>, pr
   options opts_;
 
   std::int64_t next_id_;
-  std::int64_t committed_id_;
-  std::vector<frame_ptr> pending_;  // published, not yet handed to the store
-  std::size_t in_flight_count_ = 0; // events in the batch being committed
-  bool in_flight_ = false;
   bool closed_ = false;
   bool deleting_ = false;  // closing once the live run's done is delivered
-  event_buffer ring_;
-  subscriber_cursors cursors_;
-  std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
-  std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;
+  commit_pipeline pipeline_;    // published events until they are durable
+  event_buffer ring_;           // the newest committed events
+  subscriber_cursors cursors_;  // who gets them, and where each one is
   std::shared_ptr<run> run_;
 
   // What snapshot() reads from other threads: the last id on every commit (an atomic),

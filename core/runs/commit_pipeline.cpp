@@ -1,0 +1,112 @@
+#include "core/runs/commit_pipeline.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+commit_pipeline::commit_pipeline(io_strand strand, std::string session_id, event_log_writer& log, options opts, owner& to,
+                                 std::int64_t committed_id)
+    : strand_(std::move(strand)),
+      session_id_(std::move(session_id)),
+      log_(log),
+      opts_(opts),
+      owner_(to),
+      committed_id_(committed_id) {}
+
+void commit_pipeline::push(frame_ptr event) {
+  if (closed_) return;
+  pending_.push_back(std::move(event));
+  flush();
+}
+
+void commit_pipeline::flush() {
+  if (in_flight_ || closed_ || pending_.empty()) return;
+  in_flight_ = true;
+  // A bounded batch: one log write and one delivery per subscriber stay small, and
+  // the rest commits right behind it.
+  const std::size_t take = std::min(pending_.size(), opts_.max_batch);
+  auto batch = std::make_shared<std::vector<frame_ptr>>(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
+  in_flight_count_ = batch->size();
+  if (unstored_) {
+    // The session's rows are gone: the run's last events go to its followers only.
+    net::post(strand_, [this, alive = owner_.keep_alive(), batch] { on_committed(batch, nullptr); });
+    return;
+  }
+  event_log_writer::batch request;
+  request.session_id = session_id_;
+  request.events = *batch;
+  request.ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
+  request.retention = opts_.retention;
+  request.executor = strand_;
+  request.done = [this, alive = owner_.keep_alive(), batch](std::exception_ptr error) { on_committed(batch, error); };
+  log_.append(std::move(request));
+}
+
+void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
+  in_flight_ = false;
+  in_flight_count_ = 0;
+  if (closed_) return;
+  if (error) return retry_later(batch, error);
+  committed_id_ = batch->back()->id;
+  owner_.released(*batch);
+  if (closed_) return;  // the owner closed (a deleted session's run ended)
+  wake(commit_waiters_);
+  flush();
+  if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
+}
+
+void commit_pipeline::retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
+  // Storage refused the batch: keep its frames (ids stay assigned, nothing was
+  // released) and retry after a pause; the run waits at the watermark meanwhile.
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    spdlog::error("session {}: event batch of {} events not committed: {}; retrying", session_id_, batch->size(), e.what());
+  }
+  pending_.insert(pending_.begin(), batch->begin(), batch->end());
+  auto timer = std::make_shared<net::steady_timer>(strand_, std::chrono::milliseconds(200));
+  in_flight_ = true;  // hold further flushes until the retry
+  timer->async_wait([this, alive = owner_.keep_alive(), timer](const boost::system::error_code&) {
+    in_flight_ = false;
+    flush();
+  });
+}
+
+void commit_pipeline::close() {
+  closed_ = true;
+  pending_.clear();
+  wake(commit_waiters_);
+  wake(watermark_waiters_);
+}
+
+void commit_pipeline::wake(std::vector<std::shared_ptr<net::steady_timer>>& waiters) {
+  auto woken = std::move(waiters);
+  waiters.clear();
+  for (auto& t : woken) t->cancel();
+}
+
+net::awaitable<void> commit_pipeline::wait_committed(std::int64_t id) {
+  while (committed_id_ < id && !closed_) {
+    auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
+    commit_waiters_.push_back(timer);
+    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+net::awaitable<void> commit_pipeline::wait_below_watermark() {
+  while (pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_) {
+    auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
+    watermark_waiters_.push_back(timer);
+    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+}  // namespace agw::core

@@ -1,0 +1,81 @@
+#pragma once
+// A session's published events on their way to durability. Events queue here in
+// id order; one batch at a time (at most `max_batch` events) goes to the event log
+// writer, and whatever queues meanwhile forms the next. Only once a batch is
+// committed is it handed to the owner (`released`), which puts it in the ring and
+// delivers it: no client ever sees an id that a crash could take back. A batch the
+// store refused keeps its ids and is sent again after a pause. The run that
+// publishes waits while more than `high_watermark` events are uncommitted; nobody
+// else ever waits. While the session is being deleted, batches are released
+// without being stored (their rows are gone).
+//
+// Executor: the owning channel's strand, for every method and completion. Not
+// thread-safe.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/events/event_frame.hpp"
+#include "core/io_executor.hpp"
+#include "core/storage/event_log_writer.hpp"
+
+namespace agw::core {
+
+class commit_pipeline {
+ public:
+  struct options {
+    std::size_t max_batch = 256;        // events per commit (and per delivery)
+    std::size_t high_watermark = 4096;  // uncommitted events before the run waits
+    std::size_t retention = 0;          // events the session keeps in its log; 0 = all
+  };
+  // The channel: hears each committed batch, and keeps itself alive for completions.
+  class owner {
+   public:
+    virtual ~owner() = default;
+    virtual void released(const std::vector<frame_ptr>& batch) = 0;
+    virtual std::shared_ptr<const void> keep_alive() = 0;
+  };
+
+  commit_pipeline(io_strand strand, std::string session_id, event_log_writer& log, options opts, owner& to,
+                  std::int64_t committed_id);
+
+  // Queues the next event and sends a batch unless one is in flight.
+  void push(frame_ptr event);
+  // Waits until every event pushed so far is committed and released (or the pipeline closed).
+  boost::asio::awaitable<void> wait_committed(std::int64_t id);
+  // Waits while more than the high watermark of events await their commit.
+  boost::asio::awaitable<void> wait_below_watermark();
+
+  std::int64_t committed_id() const { return committed_id_; }
+  bool idle() const { return pending_.empty() && !in_flight_; }
+  // From now on batches are released without being stored (the session is being deleted).
+  void store_nothing() { unstored_ = true; }
+  // Drops what is queued and wakes every waiter; later completions are ignored.
+  void close();
+
+ private:
+  void flush();
+  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
+  void retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
+  static void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
+
+  io_strand strand_;
+  std::string session_id_;
+  event_log_writer& log_;
+  options opts_;
+  owner& owner_;
+  std::int64_t committed_id_;
+  std::vector<frame_ptr> pending_;  // pushed, not yet handed to the writer
+  std::size_t in_flight_count_ = 0; // events in the batch being committed
+  bool in_flight_ = false;
+  bool unstored_ = false;
+  bool closed_ = false;
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;
+};
+
+}  // namespace agw::core
