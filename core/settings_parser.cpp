@@ -210,66 +210,89 @@ const option* find_option(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace
+using name_set = std::set<std::string, std::less<>>;
 
-parse_result parse_command_line(const std::vector<std::string>& args, const env_lookup& env) {
-  command_line out;
-  // A setting given as a flag ignores its variable entirely (even a bad one).
-  std::set<std::string, std::less<>> flagged;
+// The settings given as flags ("--name" or "--name=value").
+name_set flagged_names(const std::vector<std::string>& args) {
+  name_set flagged;
   for (const auto& a : args)
     if (a.starts_with("--")) flagged.insert(a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2));
-  // Variables first, so that flags applied afterwards win.
+  return flagged;
+}
+
+// Applies the variable of every setting not given as a flag (a flag ignores its
+// variable entirely, even a bad one); the error, or "".
+std::string apply_environment(settings& config, const name_set& flagged, const env_lookup& env) {
   for (const auto& o : options()) {
     if (flagged.contains(o.name)) continue;
     auto value = env(env_name(o.name));
     if (!value) continue;
-    if (auto err = o.apply(out.config, *value); !err.empty())
-      return {std::nullopt, env_name(o.name) + "=" + *value + ": " + err};
+    if (auto err = o.apply(config, *value); !err.empty()) return env_name(o.name) + "=" + *value + ": " + err;
   }
-  std::size_t i = 0;
-  if (!args.empty() && !args[0].starts_with("-")) {
-    if (args[0] == "serve") out.cmd = command::serve;
-    else if (args[0] == "rebuild") out.cmd = command::rebuild;
-    else return {std::nullopt, "unknown command '" + args[0] + "' (commands: serve, rebuild)"};
-    i = 1;
-  }
-  for (; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      out.cmd = command::help;
-      return {out, ""};
-    }
-    if (arg == "--version") {
-      out.cmd = command::version;
-      return {out, ""};
-    }
-    if (!arg.starts_with("--")) return {std::nullopt, "unexpected argument '" + std::string(arg) + "'"};
-    arg.remove_prefix(2);
-    std::string name(arg.substr(0, arg.find('=')));
-    std::optional<std::string> value;
-    if (auto eq = arg.find('='); eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
+  return "";
+}
 
-    if (out.cmd == command::rebuild && name == "all" && !value) {
-      out.rebuild_all = true;
-      continue;
-    }
-    auto take_value = [&]() -> std::optional<std::string> {
-      if (value) return value;
-      if (i + 1 < args.size()) return args[++i];
-      return std::nullopt;
-    };
-    if (out.cmd == command::rebuild && name == "session") {
-      auto v = take_value();
-      if (!v || v->empty()) return {std::nullopt, "--session needs a session id"};
-      out.rebuild_session = *v;
-      continue;
-    }
-    const option* o = find_option(name);
-    if (!o) return {std::nullopt, "unknown flag '--" + name + "' (see --help)"};
-    auto v = take_value();
-    if (!v) return {std::nullopt, "--" + name + " needs a value"};
-    if (auto err = o->apply(out.config, *v); !err.empty()) return {std::nullopt, "--" + name + "=" + *v + ": " + err};
+// Takes a leading command word (serve, rebuild), moving `next` past it; the error, or "".
+std::string take_command(const std::vector<std::string>& args, command_line& out, std::size_t& next) {
+  if (args.empty() || args[0].starts_with("-")) return "";
+  if (args[0] == "serve") out.cmd = command::serve;
+  else if (args[0] == "rebuild") out.cmd = command::rebuild;
+  else return "unknown command '" + args[0] + "' (commands: serve, rebuild)";
+  next = 1;
+  return "";
+}
+
+// Applies args[i]; a flag's value may be the next argument, and `i` then moves past
+// it. The parse's result when it ends here (help, version, an error), else nullopt.
+std::optional<parse_result> apply_argument(const std::vector<std::string>& args, std::size_t& i, command_line& out) {
+  std::string_view arg = args[i];
+  if (arg == "--help" || arg == "-h") {
+    out.cmd = command::help;
+    return parse_result{out, ""};
   }
+  if (arg == "--version") {
+    out.cmd = command::version;
+    return parse_result{out, ""};
+  }
+  if (!arg.starts_with("--")) return parse_result{std::nullopt, "unexpected argument '" + std::string(arg) + "'"};
+  arg.remove_prefix(2);
+  std::string name(arg.substr(0, arg.find('=')));
+  std::optional<std::string> value;
+  if (auto eq = arg.find('='); eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
+
+  if (out.cmd == command::rebuild && name == "all" && !value) {
+    out.rebuild_all = true;
+    return std::nullopt;
+  }
+  auto take_value = [&]() -> std::optional<std::string> {
+    if (value) return value;
+    if (i + 1 < args.size()) return args[++i];
+    return std::nullopt;
+  };
+  if (out.cmd == command::rebuild && name == "session") {
+    auto v = take_value();
+    if (!v || v->empty()) return parse_result{std::nullopt, "--session needs a session id"};
+    out.rebuild_session = *v;
+    return std::nullopt;
+  }
+  const option* o = find_option(name);
+  if (!o) return parse_result{std::nullopt, "unknown flag '--" + name + "' (see --help)"};
+  auto v = take_value();
+  if (!v) return parse_result{std::nullopt, "--" + name + " needs a value"};
+  if (auto err = o->apply(out.config, *v); !err.empty()) return parse_result{std::nullopt, "--" + name + "=" + *v + ": " + err};
+  return std::nullopt;
+}
+
+}  // namespace
+
+parse_result parse_command_line(const std::vector<std::string>& args, const env_lookup& env) {
+  command_line out;
+  // Variables first, so that flags applied afterwards win.
+  if (auto err = apply_environment(out.config, flagged_names(args), env); !err.empty()) return {std::nullopt, err};
+  std::size_t i = 0;
+  if (auto err = take_command(args, out, i); !err.empty()) return {std::nullopt, err};
+  for (; i < args.size(); ++i)
+    if (auto end = apply_argument(args, i, out)) return std::move(*end);
   if (out.cmd == command::rebuild && out.rebuild_all == out.rebuild_session.has_value())
     return {std::nullopt, "rebuild needs exactly one of --session ID or --all"};
   return {out, ""};

@@ -66,125 +66,177 @@ std::optional<split_target> split(std::string_view target) {
   return out;
 }
 
+using request_parser = http::request_parser<http::string_body>;
+
+std::string body_too_large(std::size_t max_body_bytes) {
+  return "request body larger than " + std::to_string(max_body_bytes) + " bytes";
+}
+
+// Answers with an error; the caller then closes the connection. stream and app are
+// references: the caller (serve_connection's frame; app lives for the process)
+// awaits this at once, so both outlive it.
+awaitable<void> refuse(beast::tcp_stream& stream, app_context& app, core::error_code code, std::string message,
+                       unsigned version) {
+  auto refused = refusal(code, message, version);
+  co_await reject(stream, app, refused);
+}
+
+// Bytes already read from a handed-back connection are the start of its next request.
+void preload(beast::flat_buffer& buffer, std::string pending) {
+  if (pending.empty()) return;
+  buffer.commit(net::buffer_copy(buffer.prepare(pending.size()), net::buffer(pending)));
+}
+
+// Between requests a kept-alive client may idle for the idle timeout; once its
+// next request starts, the header timeout applies as for a new connection.
+// false: the client left or idled out. (References: as for refuse.)
+awaitable<bool> await_next_request(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer) {
+  stream.expires_after(to_duration(app.config.idle_timeout));
+  auto [iec, in] = co_await stream.async_read_some(buffer.prepare(4096), use_tuple);
+  if (iec) co_return false;
+  buffer.commit(in);
+  co_return true;
+}
+
+// Reads a request's header; false: the connection closes (answered first when the
+// request, not the socket, is at fault). (References: as for refuse.)
+awaitable<bool> read_request_header(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer,
+                                    request_parser& parser) {
+  stream.expires_after(to_duration(app.config.header_timeout));
+  auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+  if (ec == http::error::header_limit || ec == http::error::body_limit) {
+    // Beast checks a declared Content-Length against the body limit while reading the header.
+    auto op = refuse(stream, app, core::error_code::payload_too_large,
+                     ec == http::error::header_limit ? std::string("request header too large")
+                                                     : body_too_large(app.config.max_body_bytes),
+                     11);
+    co_await std::move(op);
+    co_return false;
+  }
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
+    co_return false;
+  if (ec) {
+    // A malformed request is answered once, then the connection closes; socket errors just close.
+    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
+      auto op = refuse(stream, app, core::error_code::bad_request, "malformed request: " + ec.message(), 11);
+      co_await std::move(op);
+    }
+    co_return false;
+  }
+  co_return true;
+}
+
+// Refuses, before its body is read, a request with ambiguous framing or a declared
+// body over the limit; false: refused. (References: as for refuse.)
+awaitable<bool> admit_request(beast::tcp_stream& stream, app_context& app, request_parser& parser) {
+  const unsigned version = parser.get().version();
+  if (auto problem = framing_problem(parser.get()); !problem.empty()) {
+    auto op = refuse(stream, app, core::error_code::bad_request, problem, version);
+    co_await std::move(op);
+    co_return false;
+  }
+  if (parser.content_length() && *parser.content_length() > app.config.max_body_bytes) {
+    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), version);
+    co_await std::move(op);
+    co_return false;
+  }
+  co_return true;
+}
+
+// Reads the body, after a 100 Continue when the client waits for one; false: the
+// connection closes. (References: as for refuse.)
+awaitable<bool> read_request_body(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer,
+                                  request_parser& parser) {
+  request& req = parser.get();
+  const unsigned version = req.version();
+  if (boost::algorithm::iequals(req[http::field::expect], "100-continue")) {
+    http::response<http::empty_body> cont{http::status::continue_, version};
+    stream.expires_after(to_duration(app.config.write_timeout));
+    auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
+    if (wec) co_return false;
+  }
+  stream.expires_after(to_duration(app.config.header_timeout));
+  auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+  if (bec == http::error::body_limit) {
+    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), version);
+    co_await std::move(op);
+    co_return false;
+  }
+  if (bec) {
+    if (bec.category() == http::make_error_code(http::error::bad_chunk).category()) {
+      auto op = refuse(stream, app, core::error_code::bad_request, "malformed request body: " + bec.message(), version);
+      co_await std::move(op);
+    }
+    co_return false;
+  }
+  co_return true;
+}
+
+// Reads one whole request into parser; false: the connection closes. (References: as for refuse.)
+awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer,
+                             request_parser& parser) {
+  const bool has_header = co_await read_request_header(stream, app, buffer, parser);
+  if (!has_header) co_return false;
+  app.stats.http_requests++;
+  const bool admitted = co_await admit_request(stream, app, parser);
+  if (!admitted) co_return false;
+  if (!parser.is_done()) {
+    const bool has_body = co_await read_request_body(stream, app, buffer, parser);
+    if (!has_body) co_return false;
+  }
+  stream.expires_never();
+  co_return true;
+}
+
+// Runs the request's handler; a target that does not parse is answered here.
+// (ctx is serve_connection's, which awaits this at once.)
+awaitable<handler_result> route(request_context& ctx) {
+  auto target = split(ctx.req.target());
+  if (!target) co_return error_response({core::error_code::bad_request, "malformed request target"}, ctx.req.version());
+  ctx.query = std::move(target->query);
+  co_return co_await ctx.app.routes.dispatch(ctx, target->segments);
+}
+
+// Writes a handler's answer; false: the connection closes after it. (References: as for refuse.)
+awaitable<bool> write_response(beast::tcp_stream& stream, app_context& app, const request& req, response& res) {
+  const bool keep_alive = req.keep_alive() && !app.draining;
+  res.keep_alive(keep_alive);
+  const auto status = res.result_int();
+  if (status >= 500) app.stats.http_responses_5xx++;
+  else if (status >= 400) app.stats.http_responses_4xx++;
+  stream.expires_after(to_duration(app.config.write_timeout));
+  auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
+  co_return !wec && keep_alive;
+}
+
 }  // namespace
 
 static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app, std::string pending, bool counted) {
-  const auto& config = app.config;
   if (!counted) app.stats.http_connections_open++;
   beast::flat_buffer buffer;
-  if (!pending.empty()) {
-    buffer.commit(net::buffer_copy(buffer.prepare(pending.size()), net::buffer(pending)));
-    pending = {};
-  }
+  preload(buffer, std::move(pending));
   // A handed-back connection is kept alive between requests: the idle timeout applies.
   bool first = !counted;
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(config.max_header_bytes));
-    parser.body_limit(config.max_body_bytes);
+    request_parser parser;
+    parser.header_limit(static_cast<std::uint32_t>(app.config.max_header_bytes));
+    parser.body_limit(app.config.max_body_bytes);
     if (!first && buffer.size() == 0) {
-      // Between requests a kept-alive client may idle for the idle timeout; once its
-      // next request starts, the header timeout applies as for a new connection.
-      stream.expires_after(to_duration(config.idle_timeout));
-      auto [iec, in] = co_await stream.async_read_some(buffer.prepare(4096), use_tuple);
-      if (iec) break;
-      buffer.commit(in);
+      const bool next = co_await await_next_request(stream, app, buffer);
+      if (!next) break;
     }
     first = false;
-    stream.expires_after(to_duration(config.header_timeout));
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
-    if (ec == http::error::header_limit || ec == http::error::body_limit) {
-      // Beast checks a declared Content-Length against the body limit while reading the header.
-      {
-        auto refused = refusal(core::error_code::payload_too_large,
-                               ec == http::error::header_limit
-                                   ? std::string("request header too large")
-                                   : "request body larger than " + std::to_string(config.max_body_bytes) + " bytes",
-                               11);
-        co_await reject(stream, app, refused);
-      }
-      break;
-    }
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
-      break;
-    if (ec) {
-      // A malformed request is answered once, then the connection closes; socket errors just close.
-      if (ec.category() == http::make_error_code(http::error::bad_method).category())
-        {
-        auto refused = refusal(core::error_code::bad_request, "malformed request: " + ec.message(), 11);
-        co_await reject(stream, app, refused);
-      }
-      break;
-    }
-    request& req = parser.get();
-    app.stats.http_requests++;
-    const unsigned version = req.version();
-    if (auto problem = framing_problem(req); !problem.empty()) {
-      {
-        auto refused = refusal(core::error_code::bad_request, problem, version);
-        co_await reject(stream, app, refused);
-      }
-      break;
-    }
-    if (parser.content_length() && *parser.content_length() > config.max_body_bytes) {
-      {
-        auto refused = refusal(core::error_code::payload_too_large,
-                      "request body larger than " + std::to_string(config.max_body_bytes) + " bytes", version);
-        co_await reject(stream, app, refused);
-      }
-      break;
-    }
-    if (!parser.is_done()) {
-      if (boost::algorithm::iequals(req[http::field::expect], "100-continue")) {
-        http::response<http::empty_body> cont{http::status::continue_, version};
-        stream.expires_after(to_duration(config.write_timeout));
-        auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
-        if (wec) break;
-      }
-      stream.expires_after(to_duration(config.header_timeout));
-      auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
-      if (bec == http::error::body_limit) {
-        {
-        auto refused = refusal(core::error_code::payload_too_large,
-                        "request body larger than " + std::to_string(config.max_body_bytes) + " bytes", version);
-        co_await reject(stream, app, refused);
-      }
-        break;
-      }
-      if (bec) {
-        if (bec.category() == http::make_error_code(http::error::bad_chunk).category())
-          {
-        auto refused = refusal(core::error_code::bad_request, "malformed request body: " + bec.message(), version);
-        co_await reject(stream, app, refused);
-      }
-        break;
-      }
-    }
-    stream.expires_never();
-
-    auto target = split(req.target());
-    handler_result result;
-    request_context ctx{app, req, stream, buffer, {}, {}};
-    if (!target) {
-      result = error_response({core::error_code::bad_request, "malformed request target"}, version);
-    } else {
-      ctx.query = std::move(target->query);
-      result = co_await app.routes.dispatch(ctx, target->segments);
-    }
+    const bool complete = co_await read_request(stream, app, buffer, parser);
+    if (!complete) break;
+    request_context ctx{app, parser.get(), stream, buffer, {}, {}};
+    handler_result result = co_await route(ctx);
     if (!result) {
       // A streaming handler owns the socket now (and closes or hands it back).
       if (ctx.stream_taken) co_return;
       break;
     }
-    auto& res = *result;
-    const bool keep_alive = req.keep_alive() && !app.draining;
-    res.keep_alive(keep_alive);
-    const auto status = res.result_int();
-    if (status >= 500) app.stats.http_responses_5xx++;
-    else if (status >= 400) app.stats.http_responses_4xx++;
-    stream.expires_after(to_duration(config.write_timeout));
-    auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
-    if (wec || !keep_alive) break;
+    const bool keep_alive = co_await write_response(stream, app, ctx.req, *result);
+    if (!keep_alive) break;
   }
   close_connection(stream.socket(), app);
 }

@@ -124,6 +124,15 @@ class beast_exchange final : public core::streaming_http_exchange, public std::e
     return out;
   }
 
+  // The steps of open(): each gives the failure that ends the exchange, or nullopt to go on.
+  // (url and cs by value: a coroutine frame keeps no reference to its caller's.)
+  net::awaitable<std::optional<core::open_result>> connect(core::http_url url, std::chrono::steady_clock::time_point deadline,
+                                                           net::cancellation_state cs);
+  net::awaitable<std::optional<core::open_result>> handshake(core::http_url url, std::chrono::steady_clock::time_point deadline,
+                                                             net::cancellation_state cs);
+  net::awaitable<std::optional<core::open_result>> send_and_read_head(core::http_url url, net::cancellation_state cs);
+  void take_head();
+
   http::request<http::string_body> make_request(const core::http_url& url) const {
     http::request<http::string_body> req;
     req.version(11);
@@ -168,6 +177,27 @@ net::awaitable<core::open_result> beast_exchange::open() {
 
   // One deadline for resolve, connect and handshake together.
   const auto deadline = std::chrono::steady_clock::now() + request_.connect_timeout;
+  auto connecting = connect(url, deadline, cs);
+  auto failed = co_await std::move(connecting);
+  if (failed) co_return std::move(*failed);
+  if (url.https) {
+    auto handshaking = handshake(url, deadline, cs);
+    failed = co_await std::move(handshaking);
+    if (failed) co_return std::move(*failed);
+  }
+  auto exchanging = send_and_read_head(url, cs);
+  failed = co_await std::move(exchanging);
+  if (failed) co_return std::move(*failed);
+
+  take_head();
+  state_ = state::open;
+  co_return core::open_result{};
+}
+
+// Resolves the host and connects to one of its addresses, both under the deadline.
+net::awaitable<std::optional<core::open_result>> beast_exchange::connect(core::http_url url,
+                                                                         std::chrono::steady_clock::time_point deadline,
+                                                                         net::cancellation_state cs) {
   resolver_ = std::make_shared<tcp::resolver>(executor_);
   auto resolving = resolve_host(resolver_, url.host, url.host_is_address, url.port, request_.connect_timeout);
   auto resolved = co_await std::move(resolving);
@@ -183,18 +213,27 @@ net::awaitable<core::open_result> beast_exchange::open() {
   auto [connect_ec, endpoint] = co_await std::move(connecting);
   (void)endpoint;
   if (connect_ec || stopped(cs)) co_return open_failure(connect_ec, phase::connecting, "connect");
+  co_return std::nullopt;
+}
 
-  if (url.https) {
-    tls_stream_.emplace(std::move(*tcp_), *tls_context_);
-    tcp_.reset();
-    if (!prepare_tls_client(*tls_stream_, url.host, url.host_is_address))
-      co_return open_failure(streaming_http_errc::tls_failed, "tls: could not set SNI");
-    beast::get_lowest_layer(*tls_stream_).expires_at(deadline);
-    auto handshaking = tls_stream_->async_handshake(net::ssl::stream_base::client, net::as_tuple(net::use_awaitable));
-    auto [handshake_ec] = co_await std::move(handshaking);
-    if (handshake_ec || stopped(cs)) co_return open_failure(handshake_ec, phase::handshaking, "tls");
-  }
+// Wraps the connected socket in TLS (SNI, verification) and handshakes under the deadline.
+net::awaitable<std::optional<core::open_result>> beast_exchange::handshake(core::http_url url,
+                                                                           std::chrono::steady_clock::time_point deadline,
+                                                                           net::cancellation_state cs) {
+  tls_stream_.emplace(std::move(*tcp_), *tls_context_);
+  tcp_.reset();
+  if (!prepare_tls_client(*tls_stream_, url.host, url.host_is_address))
+    co_return open_failure(streaming_http_errc::tls_failed, "tls: could not set SNI");
+  beast::get_lowest_layer(*tls_stream_).expires_at(deadline);
+  auto handshaking = tls_stream_->async_handshake(net::ssl::stream_base::client, net::as_tuple(net::use_awaitable));
+  auto [handshake_ec] = co_await std::move(handshaking);
+  if (handshake_ec || stopped(cs)) co_return open_failure(handshake_ec, phase::handshaking, "tls");
+  co_return std::nullopt;
+}
 
+// Sends the request and reads the response's header, each within the idle timeout.
+net::awaitable<std::optional<core::open_result>> beast_exchange::send_and_read_head(core::http_url url,
+                                                                                    net::cancellation_state cs) {
   auto req = make_request(url);
   if (req.method() == http::verb::head) parser_.skip(true);  // a HEAD response has no body whatever it announces
   lowest()->expires_after(request_.idle_timeout);
@@ -212,12 +251,14 @@ net::awaitable<core::open_result> beast_exchange::open() {
   auto [read_ec, read] = co_await std::move(reading);
   (void)read;
   if (read_ec || stopped(cs)) co_return open_failure(read_ec, phase::exchanging, "response");
+  co_return std::nullopt;
+}
 
+// Keeps the status and the header fields the caller reads through head().
+void beast_exchange::take_head() {
   const auto& res = parser_.get();
   head_.status = static_cast<int>(res.result_int());
   for (const auto& field : res) head_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  state_ = state::open;
-  co_return core::open_result{};
 }
 
 net::awaitable<core::body_read> beast_exchange::read_some() {
