@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/clock.hpp"
 #include "core/store.hpp"
 
 namespace agw::core {
@@ -18,7 +19,7 @@ struct recovery_report {
   std::size_t journal_rows_folded = 0;  // event journal rows moved into segments first
 };
 
-// Each session is repaired in its own transaction.
-recovery_report recover_at_startup(store_connection& c);
+// Each session is repaired in its own transaction; what it writes is stamped with `time`.
+recovery_report recover_at_startup(store_connection& c, const clock& time);
 
 }  // namespace agw::core

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/clock.hpp"
 #include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
 #include "core/store_executor.hpp"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   }
   const auto& config = cli.config;
   configure_logging(config);
+  // The process's one clock: every timestamp, TTL, due time and timer below reads it.
+  const agw::core::real_clock clock;
   try {
     ensure_parent_directory(config.db_path);
     if (cli.cmd == agw::core::command::rebuild) {
@@ -65,7 +68,7 @@ int main(int argc, char** argv) {
     {
       agw::persistence::sqlite_store first(config.db_path);
       agw::persistence::migrate(first.database());
-      auto report = agw::core::recover_at_startup(first);
+      auto report = agw::core::recover_at_startup(first, clock);
       if (report.runs_interrupted || report.projections_rebuilt)
         spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
                      report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
           return std::make_unique<agw::persistence::sqlite_store>(config.db_path, opts);
         },
         store_options);
-    agw::gateway::server server(config, store, claims);
+    agw::gateway::server server(config, store, claims, clock);
     // However run() ends (an exception too), every queued write is committed before the
     // server goes: queued jobs point into its event appender, and their completions land
     // in its (stopped) io_context, destroyed with it only afterwards.

@@ -8,9 +8,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/runs/run.hpp"
 #include "tests/support/manual_clock.hpp"
 
 namespace {
@@ -118,4 +121,38 @@ TEST_CASE("real_clock: a cancelled wait ends early; a due one is full") {
   CHECK(log.back() == "short:due");
   const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   CHECK(clock.wall_ms() - wall.count() < 1000);
+}
+
+TEST_CASE("run: sleep_until sleeps on the run's clock; an abort cuts it short") {
+  manual_clock clock;
+  net::io_context io;
+  auto strand = net::make_strand(io.get_executor());
+  auto r = std::make_shared<agw::core::run>(strand, clock, "run-1", clock.wall_ms(), 0);
+  CHECK(&r->time() == &clock);
+  std::optional<bool> slept;
+  auto sleep = [](std::shared_ptr<agw::core::run> r, agw::core::steady_time until,
+                  std::optional<bool>& out) -> net::awaitable<void> {
+    auto sleeping = r->sleep_until(until);
+    out = co_await std::move(sleeping);
+  };
+  net::co_spawn(strand, sleep(r, clock.steady_now() + 100ms, slept), net::detached);
+  run_ready(io);
+  CHECK_FALSE(slept);
+  clock.advance(100ms);
+  run_ready(io);
+  CHECK(slept == true);
+
+  slept.reset();
+  net::co_spawn(strand, sleep(r, clock.steady_now() + 1h, slept), net::detached);
+  run_ready(io);
+  CHECK_FALSE(slept);
+  CHECK(r->request_abort());
+  run_ready(io);
+  CHECK(slept == false);  // the clock never moved
+  CHECK(clock.pending_waits() == 0);
+  // Once aborted, a sleep returns at once.
+  slept.reset();
+  net::co_spawn(strand, sleep(r, clock.steady_now() + 1h, slept), net::detached);
+  run_ready(io);
+  CHECK(slept == false);
 }

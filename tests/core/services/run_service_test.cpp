@@ -129,7 +129,7 @@ TEST_CASE("run_service: a keyed retry that meets its original's live run (key no
   auto s = f.create();
   // A run reserved by someone else, whose key never lands: the retry waits briefly, then conflicts.
   auto channel = f.hub.channel(s.session.id, 0);
-  auto live = std::make_shared<agw::core::run>(channel->strand(), "run-elsewhere", agw::core::now_ms(), 0);
+  auto live = std::make_shared<agw::core::run>(channel->strand(), f.clock, "run-elsewhere", f.clock.wall_ms(), 0);
   boost::asio::post(channel->strand(), [channel, live] { channel->set_live_run(live); });
   f.settle();
   CHECK(error_of([&] { f.await(f.runs.start(s.session, message("x", "k"))); }) == error_code::run_in_progress);
