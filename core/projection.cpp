@@ -2,8 +2,6 @@
 
 #include <boost/json/serialize.hpp>
 
-#include "core/time_format.hpp"
-
 namespace agw::core {
 namespace {
 
@@ -15,9 +13,9 @@ bool same(const message_record& a, const message_record& b) {
 
 }  // namespace
 
-void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state,
-                     std::size_t changed_from) {
-  c.insert_checkpoint({s.thread_id, s.id, version, serialize_checkpoint(state), now_ms()});
+void save_checkpoint(store_connection& c, const clock& time, const session_record& s, std::int64_t version,
+                     const conversation_state& state, std::size_t changed_from) {
+  c.insert_checkpoint({s.thread_id, s.id, version, serialize_checkpoint(state), time.wall_ms()});
   // Only changed rows are rewritten: a run's checkpoints grow the tail of the conversation.
   for (std::size_t i = changed_from; i < state.messages.size(); ++i) {
     auto m = state.messages[i];

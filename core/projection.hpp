@@ -5,14 +5,16 @@
 #include <string>
 
 #include "core/checkpoint.hpp"
+#include "core/clock.hpp"
 #include "core/storage/store_connection.hpp"
 
 namespace agw::core {
 
 // Writes a checkpoint and projects its messages from index `changed_from` on (the
 // earlier ones are unchanged); call inside one write job, so both land together.
-void save_checkpoint(store_connection& c, const session_record& s, std::int64_t version, const conversation_state& state,
-                     std::size_t changed_from = 0);
+// The checkpoint is stamped with `time`'s wall clock when the job runs.
+void save_checkpoint(store_connection& c, const clock& time, const session_record& s, std::int64_t version,
+                     const conversation_state& state, std::size_t changed_from = 0);
 
 // Replaces the session's messages with those of its latest checkpoint. Runs
 // inside the caller's transaction. nullopt: no such session.

@@ -7,14 +7,13 @@
 #include "core/events/sse_format.hpp"
 #include "core/ids.hpp"
 #include "core/projection.hpp"
-#include "core/time_format.hpp"
 #include "core/webhooks/webhook_delivery.hpp"
 
 namespace agw::core {
 namespace {
 
 // Closes the session's cut-short run; true when there was one.
-bool close_interrupted_run(store_connection& c, const session_record& s) {
+bool close_interrupted_run(store_connection& c, const clock& time, const session_record& s) {
   auto cp = c.latest_checkpoint(s.thread_id);
   if (!cp) return false;
   auto state = parse_checkpoint(cp->state, s.id);
@@ -43,12 +42,12 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   answer.token_count = tokens;
   answer.parent_id = state.run->user_message_id;
   answer.status = "interrupted";
-  answer.created_at_ms = now_ms();
+  answer.created_at_ms = time.wall_ms();
   state.messages.push_back(answer);
   answer.seq = static_cast<std::int64_t>(state.messages.size());
   state.run->state = "interrupted";
   state.run->ended_at_ms = answer.created_at_ms;
-  save_checkpoint(c, s, cp->version + 1, state, state.messages.size() - 1);
+  save_checkpoint(c, time, s, cp->version + 1, state, state.messages.size() - 1);
   // The run ended (badly): its callback is still owed.
   if (state.run->callback_url)
     c.insert_webhook_delivery(make_webhook_delivery(s.id, state.run->id, *state.run->callback_url, answer, 0));
@@ -60,13 +59,13 @@ bool close_interrupted_run(store_connection& c, const session_record& s) {
   auto done = make_event_frame(last + 2, event_type::done, state.run->id, {{"assistant_data", message_json(answer)}});
   const frame_ptr ending[] = {std::make_shared<const event_frame>(std::move(error)),
                               std::make_shared<const event_frame>(std::move(done))};
-  c.append_events({s.id, last + 1, last + 2, encode_log_frames(ending), now_ms()});
+  c.append_events({s.id, last + 1, last + 2, encode_log_frames(ending), time.wall_ms()});
   return true;
 }
 
 }  // namespace
 
-recovery_report recover_at_startup(store_connection& c) {
+recovery_report recover_at_startup(store_connection& c, const clock& time) {
   recovery_report report;
   for (const auto& id : c.all_session_ids()) {
     c.begin_batch();
@@ -74,7 +73,7 @@ recovery_report recover_at_startup(store_connection& c) {
       auto s = c.find_session(id);
       if (s) {
         ++report.sessions_checked;
-        if (close_interrupted_run(c, *s)) ++report.runs_interrupted;
+        if (close_interrupted_run(c, time, *s)) ++report.runs_interrupted;
         if (projection_drifted(c, *s)) {
           rebuild_projection(c, id);
           ++report.projections_rebuilt;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/clock.hpp"
 #include "core/storage/store_connection.hpp"
 
 namespace agw::core {
@@ -17,7 +18,7 @@ struct recovery_report {
   std::int64_t projections_rebuilt = 0;
 };
 
-// Each session is repaired in its own transaction.
-recovery_report recover_at_startup(store_connection& c);
+// Each session is repaired in its own transaction; what it writes is stamped with `time`.
+recovery_report recover_at_startup(store_connection& c, const clock& time);
 
 }  // namespace agw::core

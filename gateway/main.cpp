@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/clock.hpp"
 #include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
 #include "gateway/server.hpp"
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
   }
   const auto& config = cli.config;
   configure_logging(config);
+  // The process's one clock: every timestamp, TTL, due time and timer below reads it.
+  const agw::core::real_clock clock;
   try {
     ensure_parent_directory(config.db_path);
     if (cli.cmd == agw::core::command::rebuild) {
@@ -64,13 +67,13 @@ int main(int argc, char** argv) {
     {
       agw::persistence::sqlite_store first(config.db_path);
       const auto folded = agw::persistence::prepare_database(first);
-      auto report = agw::core::recover_at_startup(first);
+      auto report = agw::core::recover_at_startup(first, clock);
       if (report.runs_interrupted || report.projections_rebuilt || folded)
         spdlog::warn("start-up repair: {} journal rows folded, {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
                      folded, report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
     agw::persistence::sqlite_backend storage(config.db_path, {.segment_age = config.event_segment_age});
-    agw::gateway::server server(config, storage.backend());
+    agw::gateway::server server(config, storage.backend(), clock);
     // However run() ends (an exception too), every queued write is committed before the
     // server goes: job completions land in its (stopped) io_context, destroyed with it
     // only afterwards.

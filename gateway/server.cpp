@@ -8,20 +8,20 @@
 
 namespace agw::gateway {
 
-server::server(const core::settings& config, core::storage_backend storage)
+server::server(const core::settings& config, core::storage_backend storage, const core::clock& time)
     : config_(config),
       stats_(),
       ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
-      tools_(core::make_builtin_tools()),
+      tools_(core::make_builtin_tools([&time] { return time.wall_now(); })),
       tool_runner_(tools_, 2, config.tool_timeout),
       hub_(ioc_.get_executor(), storage.store, storage.events, stats_, config, tool_runner_),
-      sessions_(storage.store, hub_),
+      sessions_(storage.store, hub_, time),
       messages_(storage.store, sessions_),
-      events_(sessions_, hub_),
-      deliveries_(storage.store, sessions_),
+      events_(sessions_, hub_, time),
+      deliveries_(storage.store, sessions_, time),
       health_(storage.store),
-      webhooks_(ioc_.get_executor(), deliveries_, config, stats_),
-      runs_(storage.store, hub_, sessions_, stats_, [this] { webhooks_.wake(); }),
+      webhooks_(ioc_.get_executor(), deliveries_, config, stats_, time),
+      runs_(storage.store, hub_, sessions_, stats_, time, [this] { webhooks_.wake(); }),
       app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_},
       signals_(ioc_, SIGINT, SIGTERM) {
   register_routes(app_);

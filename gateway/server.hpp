@@ -2,12 +2,14 @@
 // Owns the io threads, the listener and the app context for one process, and
 // runs the two-stage shutdown: SIGTERM/SIGINT drain (stop accepting, let live
 // runs finish up to the drain deadline), a second signal forces the exit.
+// Hands the process's clock (main's) to everything below that reads time.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/metrics.hpp"
 #include "core/services/event_service.hpp"
 #include "core/services/health_service.hpp"
@@ -27,7 +29,8 @@ namespace agw::gateway {
 
 class server {
  public:
-  server(const core::settings& config, core::storage_backend storage);
+  // `time` outlives the server (main's real_clock).
+  server(const core::settings& config, core::storage_backend storage, const core::clock& time);
   ~server();
   // Serves until a signal ends the drain; returns the process exit code.
   int run();

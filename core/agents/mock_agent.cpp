@@ -69,7 +69,8 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
     ctx.publish_status("thinking");
   }
 
-  const auto start = std::chrono::steady_clock::now();
+  // The run's clock: tests advance it by hand instead of sleeping through think time and pacing.
+  const auto start = ctx.time().steady_now();
   if (options.think_ms > 0) {
     auto sleeping = ctx.sleep_until(start + std::chrono::milliseconds(options.think_ms));
     if (!co_await std::move(sleeping)) co_return;
@@ -83,7 +84,7 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
       break;
     }
   const auto tokens = mock_tokens(prompt, options.tokens);
-  const auto first_token_at = std::chrono::steady_clock::now();
+  const auto first_token_at = ctx.time().steady_now();
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (ctx.aborted()) co_return;
     if (options.fail_after && static_cast<std::int64_t>(i) == *options.fail_after) break;

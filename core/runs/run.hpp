@@ -1,14 +1,16 @@
 #pragma once
 // One run of a session's agent: identity, abort flag and the timer its agent
 // sleeps on (so an abort cuts a sleep short). Lives on the session's strand;
-// request_abort() may be called from any thread (it posts).
+// request_abort() may be called from any thread (it posts). The timer is the
+// injected clock's, so tests move a run's time by hand.
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "core/clock.hpp"
 #include "core/io_executor.hpp"
 #include "core/session.hpp"
 
@@ -16,7 +18,8 @@ namespace agw::core {
 
 class run : public std::enable_shared_from_this<run> {
  public:
-  run(io_strand strand, std::string id, std::int64_t started_at_ms, std::int64_t events_before);
+  // `time` must outlive the run (the process's clock does).
+  run(io_strand strand, const clock& time, std::string id, std::int64_t started_at_ms, std::int64_t events_before);
 
   const std::string& id() const { return id_; }
   std::int64_t started_at_ms() const { return started_at_ms_; }
@@ -31,16 +34,19 @@ class run : public std::enable_shared_from_this<run> {
   void mark_finishing() { finishing_ = true; }
 
   // Sleeps until `deadline` or an abort; true when the full sleep happened. Strand only.
-  boost::asio::awaitable<bool> sleep_until(std::chrono::steady_clock::time_point deadline);
+  boost::asio::awaitable<bool> sleep_until(steady_time deadline);
+  // Where the run's agent reads the time (its deadlines are this clock's steady time).
+  const clock& time() const { return clock_; }
 
  private:
   io_strand strand_;
+  const clock& clock_;
   std::string id_;
   std::int64_t started_at_ms_;
   std::int64_t events_before_;
   std::atomic<bool> abort_{false};
   std::atomic<bool> finishing_{false};
-  boost::asio::steady_timer sleeper_;
+  std::unique_ptr<wait_timer> sleeper_;  // on strand_
 };
 
 }  // namespace agw::core

@@ -5,7 +5,6 @@
 
 #include "core/ids.hpp"
 #include "core/projection.hpp"
-#include "core/time_format.hpp"
 
 namespace agw::core {
 
@@ -57,7 +56,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   asked.session_id = session_.id;
   asked.role = "assistant";
   asked.parent_id = user_message_id_;
-  asked.created_at_ms = now_ms();
+  asked.created_at_ms = time().wall_ms();
   for (const auto& c : calls) asked.tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"args", c.args}});
   conversation_.messages.push_back(asked);
   for (const auto& c : calls) {
@@ -75,7 +74,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
     result.tool_call_id = c.id;
     result.parent_id = asked.id;
     result.status = outcome.status == tool_outcome::kind::ok ? "complete" : "error";
-    result.created_at_ms = now_ms();
+    result.created_at_ms = time().wall_ms();
     conversation_.messages.push_back(std::move(result));
     outcomes.push_back(std::move(outcome));
     if (aborted()) break;
@@ -89,9 +88,9 @@ net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_reco
   std::size_t changed_from = 0;
   for (std::size_t i = 0; i < conversation_.messages.size(); ++i)
     if (conversation_.messages[i].id == user_message_id_) changed_from = i;
-  auto write = [s = session_, version = ++checkpoint_version_, state = conversation_, changed_from,
+  auto write = [&time = time(), s = session_, version = ++checkpoint_version_, state = conversation_, changed_from,
                 outbox = std::move(outbox)](store_connection& c) {
-    save_checkpoint(c, s, version, state, changed_from);
+    save_checkpoint(c, time, s, version, state, changed_from);
     if (outbox) c.insert_webhook_delivery(*outbox);
   };
   co_await channel_->store().async_write(std::move(write), net::use_awaitable);

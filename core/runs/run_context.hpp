@@ -59,7 +59,9 @@ class run_context {
 
   // --- state ---
   bool aborted() const { return run_->abort_requested(); }
-  boost::asio::awaitable<bool> sleep_until(std::chrono::steady_clock::time_point t) { return run_->sleep_until(t); }
+  // Deadlines are time().steady_now() + d; an abort ends the sleep early (false).
+  boost::asio::awaitable<bool> sleep_until(steady_time t) { return run_->sleep_until(t); }
+  const clock& time() const { return run_->time(); }
   void fail(std::string code, std::string message) { failure_ = run_failure{std::move(code), std::move(message)}; }
   const std::optional<run_failure>& failure() const { return failure_; }
   usage_figures& usage() { return usage_; }

@@ -4,7 +4,6 @@
 
 #include "core/ids.hpp"
 #include "core/runs/run_context.hpp"
-#include "core/time_format.hpp"
 #include "core/webhooks/webhook_delivery.hpp"
 
 namespace agw::core {
@@ -70,7 +69,7 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
     answer.token_count = ctx.tokens_streamed();
     answer.model_used = usage.model;
     answer.status = status;
-    answer.created_at_ms = now_ms();
+    answer.created_at_ms = ctx.time().wall_ms();
     auto& conversation = ctx.conversation();
     conversation.messages.push_back(answer);
     answer.seq = static_cast<std::int64_t>(conversation.messages.size());
@@ -95,7 +94,7 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
     } catch (const std::exception& e) {
       answer.content = ctx.content();
       answer.token_count = ctx.tokens_streamed();
-      if (answer.created_at_ms == 0) answer.created_at_ms = now_ms();
+      if (answer.created_at_ms == 0) answer.created_at_ms = ctx.time().wall_ms();
       if (channel->deleting()) {
         // The session was deleted mid-run: its followers still get the run's end.
         answer.status = status;

@@ -1,13 +1,12 @@
 #include "core/services/event_service.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/clock.hpp"
 #include "core/events/subscriber.hpp"
 #include "core/runs/session_channel.hpp"
 #include "core/services/session_service.hpp"
@@ -23,21 +22,21 @@ namespace {
 // deliver()/close() run on the session strand and only post here.
 class poll_waiter final : public subscriber, public std::enable_shared_from_this<poll_waiter> {
  public:
-  explicit poll_waiter(net::any_io_executor executor) : executor_(executor), timer_(executor) {}
+  poll_waiter(net::any_io_executor executor, const clock& time) : executor_(executor), timer_(time.make_timer(executor)) {}
   void deliver(const frame_batch&) override { wake(); }
   void close(close_reason) override { wake(); }
-  net::steady_timer& timer() { return timer_; }
+  wait_timer& timer() { return *timer_; }
   bool woken() const { return woken_; }
 
  private:
   void wake() {
     net::post(executor_, [self = shared_from_this()] {
       self->woken_ = true;
-      self->timer_.cancel();
+      self->timer_->cancel();
     });
   }
   net::any_io_executor executor_;
-  net::steady_timer timer_;
+  std::unique_ptr<wait_timer> timer_;  // on executor_
   bool woken_ = false;
 };
 
@@ -49,17 +48,21 @@ net::awaitable<std::vector<frame_ptr>> read_channel(std::shared_ptr<session_chan
 }
 
 // Subscribes first, then waits: an event committed since the last read wakes the waiter either way.
+// `time` is the process's clock (it outlives every request).
 net::awaitable<void> wait_for_events(std::shared_ptr<session_channel> channel, std::int64_t after,
-                                     std::chrono::duration<double> wait) {
-  auto waiter = std::make_shared<poll_waiter>(co_await net::this_coro::executor);
-  waiter->timer().expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait));
+                                     std::chrono::duration<double> wait, const clock& time) {
+  auto waiter = std::make_shared<poll_waiter>(co_await net::this_coro::executor, time);
+  const auto deadline = time.steady_now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
   auto join = [channel, waiter, after]() -> net::awaitable<void> {
     channel->subscribe(waiter, after);
     co_return;
   };
   auto joining = net::co_spawn(channel->strand(), join(), net::use_awaitable);
   co_await std::move(joining);
-  if (!waiter->woken()) co_await waiter->timer().async_wait(net::as_tuple(net::use_awaitable));
+  if (!waiter->woken()) {
+    auto waiting = waiter->timer().wait_until(deadline);
+    co_await std::move(waiting);
+  }
   auto leave = [channel, raw = waiter.get()]() -> net::awaitable<void> {
     channel->unsubscribe(raw);
     co_return;
@@ -70,7 +73,8 @@ net::awaitable<void> wait_for_events(std::shared_ptr<session_channel> channel, s
 
 }  // namespace
 
-event_service::event_service(session_service& sessions, session_hub& hub) : sessions_(sessions), hub_(hub) {}
+event_service::event_service(session_service& sessions, session_hub& hub, const clock& time)
+    : sessions_(sessions), hub_(hub), clock_(time) {}
 
 net::awaitable<std::shared_ptr<session_channel>> event_service::channel(std::string session_id) {
   auto finding = sessions_.require(std::move(session_id));
@@ -85,7 +89,7 @@ net::awaitable<std::vector<frame_ptr>> event_service::read_after(std::string ses
   auto reading = read_channel(ch, after_id, limit);
   auto events = co_await std::move(reading);
   if (events.empty() && wait.count() > 0 && limit > 0) {
-    auto waiting = wait_for_events(ch, after_id, wait);
+    auto waiting = wait_for_events(ch, after_id, wait, clock_);
     co_await std::move(waiting);
     auto rereading = read_channel(ch, after_id, limit);
     events = co_await std::move(rereading);

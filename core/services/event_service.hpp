@@ -6,7 +6,8 @@
 // there is none yet).
 //
 // Executor: awaitables on the caller's executor; channel work hops to the
-// channel's strand and back. No mutable state of its own.
+// channel's strand and back. No mutable state of its own. The long poll's
+// wait is on the injected clock.
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
@@ -18,13 +19,14 @@
 
 namespace agw::core {
 
+class clock;
 class session_channel;
 class session_hub;
 class session_service;
 
 class event_service {
  public:
-  event_service(session_service& sessions, session_hub& hub);
+  event_service(session_service& sessions, session_hub& hub, const clock& time);
 
   // The session's channel (created with its stored last event id on first use);
   // api_error(not_found) when there is no such session, here and below.
@@ -38,6 +40,7 @@ class event_service {
  private:
   session_service& sessions_;
   session_hub& hub_;
+  const clock& clock_;
 };
 
 }  // namespace agw::core

@@ -1,14 +1,12 @@
 #include "core/services/run_service.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
 #include "core/api_error.hpp"
 #include "core/checkpoint.hpp"
+#include "core/clock.hpp"
 #include "core/content_hash.hpp"
 #include "core/ids.hpp"
 #include "core/projection.hpp"
@@ -18,7 +16,6 @@
 #include "core/services/session_service.hpp"
 #include "core/session_hub.hpp"
 #include "core/store_executor.hpp"
-#include "core/time_format.hpp"
 
 namespace agw::core {
 
@@ -39,10 +36,11 @@ struct reservation {
   std::string live_run_id;       // set when another run is live
 };
 
-net::awaitable<reservation> reserve(std::shared_ptr<session_channel> channel) {
-  auto claim = [channel, started = now_ms()]() -> net::awaitable<reservation> {
+// `time` is the process's clock: it outlives every run.
+net::awaitable<reservation> reserve(std::shared_ptr<session_channel> channel, const clock& time) {
+  auto claim = [channel, &time, started = time.wall_ms()]() -> net::awaitable<reservation> {
     if (auto live = channel->live_run()) co_return reservation{nullptr, live->id()};
-    auto r = std::make_shared<run>(channel->strand(), new_uuid(), started, channel->last_assigned_id());
+    auto r = std::make_shared<run>(channel->strand(), time, new_uuid(), started, channel->last_assigned_id());
     channel->set_live_run(r);
     co_return reservation{r, ""};
   };
@@ -60,31 +58,31 @@ net::awaitable<void> release(std::shared_ptr<session_channel> channel, std::shar
   co_await std::move(releasing);
 }
 
-message_record user_message(const session_record& session, const std::string& content) {
+message_record user_message(const session_record& session, const std::string& content, const clock& time) {
   message_record user;
   user.id = new_uuid();
   user.session_id = session.id;
   user.role = "user";
   user.content = content;
-  user.created_at_ms = now_ms();
+  user.created_at_ms = time.wall_ms();
   return user;
 }
 
 }  // namespace
 
-run_service::run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats,
+run_service::run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats, const clock& time,
                          std::function<void()> outbox_written)
-    : store_(store), hub_(hub), sessions_(sessions), stats_(stats), outbox_written_(std::move(outbox_written)) {}
+    : store_(store), hub_(hub), sessions_(sessions), stats_(stats), clock_(time), outbox_written_(std::move(outbox_written)) {}
 
 net::awaitable<run_start> run_service::start(session_record session, start_request request) {
   const std::string hash = content_hash(request.content);
   if (request.idempotency_key) {
     auto finding = find_key(session.id, *request.idempotency_key);
     auto found = co_await std::move(finding);
-    if (found && found->created_at_ms >= now_ms() - idempotency_ttl_ms) co_return attach(session, *found, hash);
+    if (found && found->created_at_ms >= clock_.wall_ms() - idempotency_ttl_ms) co_return attach(session, *found, hash);
   }
   auto channel = hub_.channel(session.id, session.last_event_id);
-  auto reserving = reserve(channel);
+  auto reserving = reserve(channel, clock_);
   auto reserved = co_await std::move(reserving);
   if (!reserved.created) {
     auto resolving = resolve_conflict(session, request, hash, reserved.live_run_id);
@@ -123,13 +121,12 @@ net::awaitable<std::optional<idempotency_record>> run_service::find_key(const st
 // The key's row, waiting briefly for a concurrent POST's user-message commit to land.
 net::awaitable<std::optional<idempotency_record>> run_service::wait_for_key(const std::string& session_id,
                                                                             const std::string& key) {
-  net::steady_timer pause(co_await net::this_coro::executor);
   for (int attempt = 0; attempt < 20; ++attempt) {
     auto finding = find_key(session_id, key);
     auto found = co_await std::move(finding);
     if (found) co_return found;
-    pause.expires_after(std::chrono::milliseconds(10));
-    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+    auto pausing = clock_.sleep_for(std::chrono::milliseconds(10));
+    co_await std::move(pausing);
   }
   co_return std::nullopt;
 }
@@ -155,17 +152,17 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
                                                                            const session_record& session,
                                                                            const start_request& request,
                                                                            const std::string& hash) {
-  auto persist = [session, user = user_message(session, request.content), run_id = r->id(), started = r->started_at_ms(),
+  auto persist = [session, user = user_message(session, request.content, clock_), run_id = r->id(), started = r->started_at_ms(),
                   first = r->events_before(), key = request.idempotency_key, hash,
-                  callback_url = request.callback_url](store_connection& c) {
+                  callback_url = request.callback_url, &time = clock_](store_connection& c) {
     started_run out;
     if (key) {
       if (auto existing = c.find_idempotency_key(session.id, *key)) {
         out.existing_key = existing;
         return out;
       }
-      c.purge_idempotency_keys(now_ms() - idempotency_ttl_ms);
-      c.insert_idempotency_key({session.id, *key, hash, run_id, first, now_ms()});
+      c.purge_idempotency_keys(time.wall_ms() - idempotency_ttl_ms);
+      c.insert_idempotency_key({session.id, *key, hash, run_id, first, time.wall_ms()});
     }
     if (auto cp = c.latest_checkpoint(session.thread_id)) {
       out.conversation = parse_checkpoint(cp->state, session.id);
@@ -174,7 +171,7 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
     out.conversation.messages.push_back(user);
     out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
     out.conversation.run = checkpoint_run{run_id, "running", user.id, started, std::nullopt, first, callback_url};
-    save_checkpoint(c, session, ++out.checkpoint_version, out.conversation, out.conversation.messages.size() - 1);
+    save_checkpoint(c, time, session, ++out.checkpoint_version, out.conversation, out.conversation.messages.size() - 1);
     return out;
   };
   std::exception_ptr failure;

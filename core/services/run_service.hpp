@@ -7,6 +7,7 @@
 // Executor: every method is an awaitable on the caller's executor; the steps
 // that read or change a channel's live run hop to that channel's strand and
 // back. No mutable state of its own: any number of strands may use it at once.
+// Time (message stamps, the keys' TTL, the key's wait, the runs' clocks) is the injected clock's.
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 
 namespace agw::core {
 
+class clock;
 class run;
 class session_channel;
 class session_hub;
@@ -46,7 +48,7 @@ class run_service {
   static constexpr std::int64_t idempotency_ttl_ms = 24 * 3600 * 1000;
 
   // outbox_written: called (any thread) when a run's end wrote a webhook delivery row.
-  run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats,
+  run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats, const clock& time,
               std::function<void()> outbox_written);
 
   // Starts a run of `session`'s agent with the user message, durable before it returns;
@@ -75,6 +77,7 @@ class run_service {
   session_hub& hub_;
   session_service& sessions_;
   metrics& stats_;
+  const clock& clock_;
   std::function<void()> outbox_written_;
 };
 

@@ -4,16 +4,17 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/api_error.hpp"
+#include "core/clock.hpp"
 #include "core/ids.hpp"
 #include "core/session_hub.hpp"
 #include "core/store_executor.hpp"
-#include "core/time_format.hpp"
 
 namespace agw::core {
 
 namespace net = boost::asio;
 
-session_service::session_service(store_executor& store, session_hub& hub) : store_(store), hub_(hub) {}
+session_service::session_service(store_executor& store, session_hub& hub, const clock& time)
+    : store_(store), hub_(hub), clock_(time) {}
 
 void session_service::check_id(const std::string& id) {
   if (!is_uuid(id)) throw api_error(error_code::not_found, "no such session");
@@ -23,7 +24,7 @@ net::awaitable<session_view> session_service::create(boost::json::value body) {
   auto s = parse_session_create(body);
   s.id = new_uuid();
   s.thread_id = new_uuid();
-  s.created_at_ms = s.updated_at_ms = now_ms();
+  s.created_at_ms = s.updated_at_ms = clock_.wall_ms();
   auto insert = [s](store_connection& c) { c.insert_session(s); };
   co_await store_.async_write(std::move(insert), net::use_awaitable);
   // A new session has no channel yet: nothing live to merge.
@@ -52,11 +53,11 @@ net::awaitable<session_view> session_service::patch(std::string id, boost::json:
   // transaction so concurrent PATCHes of different fields do not undo each other.
   session_record probe;
   apply_session_patch(body, probe);
-  auto apply = [id, body](store_connection& c) -> std::optional<session_record> {
+  auto apply = [id, body, &time = clock_](store_connection& c) -> std::optional<session_record> {
     auto s = c.find_session(id);
     if (!s) return std::nullopt;
     apply_session_patch(body, *s);
-    s->updated_at_ms = now_ms();
+    s->updated_at_ms = time.wall_ms();
     c.update_session(*s);
     return s;
   };

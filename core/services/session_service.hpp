@@ -6,7 +6,8 @@
 //
 // Executor: every method is an awaitable that runs on the caller's executor
 // (a connection's strand); store jobs complete back onto it. The service holds
-// no mutable state, so any number of strands may use it at once.
+// no mutable state, so any number of strands may use it at once. Times come
+// from the injected clock.
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/value.hpp>
 #include <optional>
@@ -18,6 +19,7 @@
 
 namespace agw::core {
 
+class clock;
 class session_hub;
 class store_executor;
 
@@ -34,7 +36,7 @@ struct session_list {
 
 class session_service {
  public:
-  session_service(store_executor& store, session_hub& hub);
+  session_service(store_executor& store, session_hub& hub, const clock& time);
 
   // Throws api_error(not_found) for an id that cannot name a session (not a UUID):
   // such ids never reach storage, and callers may check before parsing a body.
@@ -58,6 +60,7 @@ class session_service {
 
   store_executor& store_;
   session_hub& hub_;
+  const clock& clock_;
 };
 
 }  // namespace agw::core

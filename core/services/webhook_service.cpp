@@ -3,15 +3,16 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/api_error.hpp"
+#include "core/clock.hpp"
 #include "core/services/session_service.hpp"
 #include "core/store_executor.hpp"
-#include "core/time_format.hpp"
 
 namespace agw::core {
 
 namespace net = boost::asio;
 
-webhook_service::webhook_service(store_executor& store, session_service& sessions) : store_(store), sessions_(sessions) {}
+webhook_service::webhook_service(store_executor& store, session_service& sessions, const clock& time)
+    : store_(store), sessions_(sessions), clock_(time) {}
 
 net::awaitable<std::vector<webhook_delivery_record>> webhook_service::list(std::string session_id) {
   auto finding = sessions_.require(std::move(session_id));
@@ -28,7 +29,7 @@ net::awaitable<webhook_delivery_record> webhook_service::redeliver(std::string s
     std::optional<webhook_delivery_record> delivery;
     bool was_pending = false;
   };
-  auto requeue = [id = session.id, delivery_id](store_connection& c) {
+  auto requeue = [id = session.id, delivery_id, &time = clock_](store_connection& c) {
     requeued out;
     out.delivery = c.find_webhook_delivery(id, delivery_id);
     if (!out.delivery) return out;
@@ -36,7 +37,7 @@ net::awaitable<webhook_delivery_record> webhook_service::redeliver(std::string s
       out.was_pending = true;
       return out;
     }
-    c.requeue_webhook_delivery(delivery_id, now_ms());
+    c.requeue_webhook_delivery(delivery_id, time.wall_ms());
     // Read back with its attempts, as the listing shows it.
     for (auto& d : c.list_webhook_deliveries(id))
       if (d.id == delivery_id) out.delivery = std::move(d);

@@ -5,7 +5,8 @@
 // attempt with the delivery's next state. Owns all of the outbox's storage access.
 //
 // Executor: awaitables on the caller's executor (a connection's strand, or the
-// dispatcher's); no mutable state of its own.
+// dispatcher's); no mutable state of its own. A redelivery is due at the
+// injected clock's now; the dispatcher passes its own `now_ms` to due().
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -17,12 +18,13 @@
 
 namespace agw::core {
 
+class clock;
 class session_service;
 class store_executor;
 
 class webhook_service {
  public:
-  webhook_service(store_executor& store, session_service& sessions);
+  webhook_service(store_executor& store, session_service& sessions, const clock& time);
 
   // Oldest first, with their attempts. api_error(not_found) for an unknown session.
   boost::asio::awaitable<std::vector<webhook_delivery_record>> list(std::string session_id);
@@ -42,6 +44,7 @@ class webhook_service {
  private:
   store_executor& store_;
   session_service& sessions_;
+  const clock& clock_;
 };
 
 }  // namespace agw::core

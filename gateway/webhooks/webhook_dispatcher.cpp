@@ -1,13 +1,11 @@
 #include "gateway/webhooks/webhook_dispatcher.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
-#include "core/time_format.hpp"
 #include "core/webhooks/webhook_secret.hpp"
 #include "core/webhooks/webhook_signature.hpp"
 
@@ -29,14 +27,15 @@ constexpr std::int64_t store_retry_ms = 1000;
 }  // namespace
 
 webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::webhook_service& deliveries, const core::settings& config,
-                                       core::metrics& stats)
+                                       core::metrics& stats, const core::clock& time)
     : strand_(net::make_strand(executor)),
       deliveries_(deliveries),
       config_(config),
       stats_(stats),
+      clock_(time),
       policy_(config.webhook_allow_private, config.webhook_allowlist),
       client_(config),
-      timer_(strand_),
+      timer_(time.make_timer(strand_)),
       rng_(std::random_device{}()) {
   if (!config.webhook_secret.empty()) signing_key_ = core::decode_webhook_secret(config.webhook_secret);
 }
@@ -50,14 +49,14 @@ void webhook_dispatcher::start() {
 void webhook_dispatcher::wake() {
   net::post(strand_, [this] {
     woken_ = true;
-    timer_.cancel();
+    timer_->cancel();
   });
 }
 
 void webhook_dispatcher::stop() {
   net::post(strand_, [this] {
     stopped_ = true;
-    timer_.cancel();
+    timer_->cancel();
   });
 }
 
@@ -66,7 +65,7 @@ net::awaitable<void> webhook_dispatcher::loop() {
     woken_ = false;
     std::int64_t wait_ms = idle_poll_ms;
     try {
-      const auto now = core::now_ms();
+      const auto now = clock_.wall_ms();
       const std::size_t room = config_.webhook_concurrency - std::min(config_.webhook_concurrency, in_flight_.size());
       bool more_due = false;
       if (room > 0) {
@@ -90,7 +89,7 @@ net::awaitable<void> webhook_dispatcher::loop() {
         // Every due row is in flight: sleep until the next one falls due.
         auto asking = deliveries_.next_due_ms(now);
         auto next = co_await std::move(asking);
-        if (next) wait_ms = std::clamp<std::int64_t>(*next - core::now_ms(), 0, idle_poll_ms);
+        if (next) wait_ms = std::clamp<std::int64_t>(*next - clock_.wall_ms(), 0, idle_poll_ms);
       }
     } catch (const std::exception& e) {
       spdlog::warn("webhook dispatcher: storage error: {}", e.what());
@@ -98,15 +97,14 @@ net::awaitable<void> webhook_dispatcher::loop() {
     }
     if (woken_ || stopped_) continue;
     if (wait_ms == 0) continue;
-    timer_.expires_after(std::chrono::milliseconds(wait_ms));
-    auto waiting = timer_.async_wait(net::as_tuple(net::use_awaitable));
+    auto waiting = timer_->wait_until(clock_.steady_now() + std::chrono::milliseconds(wait_ms));
     co_await std::move(waiting);
   }
 }
 
 net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d) {
   core::attempt_result result;
-  const auto at = core::now_ms();
+  const auto at = clock_.wall_ms();
   auto parsed = core::parse_callback_url(d.url);
   if (auto* why = std::get_if<std::string>(&parsed)) {
     result.error = *why;  // stored before a rule change: fails without retries
@@ -120,7 +118,8 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
     auto posting = client_.post(std::get<core::callback_target>(parsed), policy_, headers, d.payload);
     result = co_await std::move(posting);
   }
-  auto decision = core::decide_after_attempt(result, d.round_attempts + 1, config_.webhook_retry_schedule, core::now_ms(), rng_);
+  auto decision =
+      core::decide_after_attempt(result, d.round_attempts + 1, config_.webhook_retry_schedule, clock_.wall_ms(), rng_);
   if (std::holds_alternative<std::string>(parsed)) decision = {"failed", std::nullopt};
 
   core::webhook_attempt_outcome outcome{d.id, {0, at, result.status_code, std::nullopt, result.duration_ms}, decision.status,
@@ -142,9 +141,7 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
   if (failure) {
     // The row stays pending: it is sent again (at-least-once), after a pause so a failing disk is not hammered.
     spdlog::warn("webhook {}: could not record its attempt; it will be sent again", d.webhook_id);
-    net::steady_timer pause(strand_);
-    pause.expires_after(std::chrono::milliseconds(store_retry_ms));
-    auto pausing = pause.async_wait(net::as_tuple(net::use_awaitable));
+    auto pausing = clock_.sleep_for(std::chrono::milliseconds(store_retry_ms));
     co_await std::move(pausing);
   }
   finished(d.id);
@@ -153,7 +150,7 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
 void webhook_dispatcher::finished(const std::string& delivery_id) {
   in_flight_.erase(delivery_id);
   woken_ = true;
-  timer_.cancel();
+  timer_->cancel();
 }
 
 }  // namespace agw::gateway

@@ -6,16 +6,19 @@
 // sleeps until the next one is due or it is woken (a run wrote an outbox row, a
 // redelivery, an attempt finished). Everything it knows lives in
 // the database, so a restart resumes where the last process stopped
-// (at-least-once: an attempt cut by a crash is sent again).
+// (at-least-once: an attempt cut by a crash is sent again). Due times, attempt
+// stamps and its sleeps are the injected clock's.
+// Executor: its own strand; wake() and stop() may be called from any thread.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <unordered_set>
 
+#include "core/clock.hpp"
 #include "core/metrics.hpp"
 #include "core/settings.hpp"
 #include "core/services/webhook_service.hpp"
@@ -27,7 +30,7 @@ namespace agw::gateway {
 class webhook_dispatcher {
  public:
   webhook_dispatcher(boost::asio::any_io_executor executor, core::webhook_service& deliveries, const core::settings& config,
-                     core::metrics& stats);
+                     core::metrics& stats, const core::clock& time);
 
   void start();
   // Thread-safe: look for due deliveries now.
@@ -46,10 +49,11 @@ class webhook_dispatcher {
   core::webhook_service& deliveries_;  // the outbox rows: due ones, next due time, attempts
   const core::settings& config_;
   core::metrics& stats_;
+  const core::clock& clock_;
   core::address_policy policy_;
   outbound_http client_;
   std::optional<std::string> signing_key_;
-  boost::asio::steady_timer timer_;
+  std::unique_ptr<core::wait_timer> timer_;  // on strand_: the loop's sleep, cut short by a wake
   std::unordered_set<std::string> in_flight_;  // strand only
   bool woken_ = false;                          // strand only: a wake arrived while the loop was busy
   bool stopped_ = false;                        // strand only

@@ -2,11 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
 
 #include "core/runs/session_channel.hpp"
 #include "tests/core/services/services_fixture.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -56,4 +58,25 @@ TEST_CASE("event_service: an empty wait ends at its deadline; unknown sessions a
   CHECK(f.await(f.events.read_after(s.session.id, 0, 10, 50ms)).empty());
   CHECK(std::chrono::steady_clock::now() - began >= 50ms);
   CHECK(error_of([&] { f.await(f.events.channel("00000000-0000-4000-8000-000000000000")); }) == error_code::not_found);
+}
+
+TEST_CASE("event_service: on a manual clock, an empty long poll ends exactly at its deadline") {
+  agw::test::manual_clock clock;
+  services_fixture f(clock);
+  auto s = f.create();
+  bool done = false;
+  std::size_t got = 99;
+  boost::asio::co_spawn(f.io, f.events.read_after(s.session.id, 0, 10, 30s),
+                        [&](std::exception_ptr e, std::vector<agw::core::frame_ptr> events) {
+                          REQUIRE_FALSE(e);
+                          got = events.size();
+                          done = true;
+                        });
+  f.run_until([&] { return clock.pending_waits() == 1; });
+  clock.advance(30s - 1ms);
+  f.poll();
+  CHECK_FALSE(done);
+  clock.advance(1ms);
+  f.run_until([&] { return done; });
+  CHECK(got == 0);
 }

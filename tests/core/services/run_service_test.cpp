@@ -3,11 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
+#include <map>
 
+#include "core/events/log_codec.hpp"
 #include "core/runs/run.hpp"
 #include "core/runs/session_channel.hpp"
 #include "core/time_format.hpp"
 #include "tests/core/services/services_fixture.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -129,7 +133,7 @@ TEST_CASE("run_service: a keyed retry that meets its original's live run (key no
   auto s = f.create();
   // A run reserved by someone else, whose key never lands: the retry waits briefly, then conflicts.
   auto channel = f.hub.channel(s.session.id, 0);
-  auto live = std::make_shared<agw::core::run>(channel->strand(), "run-elsewhere", agw::core::now_ms(), 0);
+  auto live = std::make_shared<agw::core::run>(channel->strand(), f.clock, "run-elsewhere", f.clock.wall_ms(), 0);
   boost::asio::post(channel->strand(), [channel, live] { channel->set_live_run(live); });
   f.settle();
   CHECK(error_of([&] { f.await(f.runs.start(s.session, message("x", "k"))); }) == error_code::run_in_progress);
@@ -153,4 +157,114 @@ TEST_CASE("run_service: a run with a callback_url writes its outbox row and says
   f.settle();
   CHECK(f.db.committed().deliveries.size() == 1);
   CHECK(f.outbox_wakes.load() == 1);
+}
+
+// --- time, on a manual clock: nothing below sleeps ---
+
+namespace {
+
+using agw::core::event_type;
+
+// The types of the session's committed events (segments and journal), in id order.
+std::vector<event_type> committed_types(const services_fixture& f, const std::string& session_id) {
+  std::map<std::int64_t, event_type> by_id;
+  const auto data = f.db.committed();
+  auto add = [&](const agw::core::event_batch_record& b) {
+    if (b.session_id != session_id) return;
+    for (const auto& e : agw::core::decode_log_frames(b.frames, b.first_id)) by_id[e->id] = e->type;
+  };
+  if (auto it = data.event_batches.find(session_id); it != data.event_batches.end())
+    for (const auto& b : it->second) add(b);
+  for (const auto& [seq, row] : data.journal)
+    for (const auto& b : row) add(b);
+  std::vector<event_type> out;
+  for (const auto& [id, type] : by_id) out.push_back(type);
+  return out;
+}
+
+std::size_t tokens_in(const std::vector<event_type>& types) {
+  return static_cast<std::size_t>(std::count(types.begin(), types.end(), event_type::token));
+}
+
+bool ended(const std::vector<event_type>& types) { return !types.empty() && types.back() == event_type::done; }
+
+}  // namespace
+
+TEST_CASE("run_service: an Idempotency-Key is honoured for its TTL, and forgotten once a later key purges it") {
+  agw::test::manual_clock clock;
+  services_fixture f(clock);
+  auto s = f.create();
+  auto first = f.await(f.runs.start(s.session, message("once", "k1")));
+  f.settle();
+  CHECK(f.db.committed().idempotency.at({s.session.id, "k1"}).created_at_ms == clock.wall_ms());
+
+  // At exactly the TTL the key still holds: the retry attaches to the first run.
+  clock.advance(std::chrono::milliseconds(agw::core::run_service::idempotency_ttl_ms));
+  auto retry = f.await(f.runs.start(s.session, message("once", "k1")));
+  CHECK(retry.attached);
+  CHECK(retry.run_id == first.run_id);
+
+  // One ms later it has expired: the next keyed start purges it...
+  clock.advance(std::chrono::milliseconds(1));
+  auto other = f.await(f.runs.start(s.session, message("another", "k2")));
+  CHECK_FALSE(other.attached);
+  f.settle();
+  CHECK(f.db.committed().idempotency.count({s.session.id, "k1"}) == 0);
+  // ...and the same key now starts a new run.
+  auto again = f.await(f.runs.start(s.session, message("once", "k1")));
+  CHECK_FALSE(again.attached);
+  CHECK(again.run_id != first.run_id);
+  f.settle();
+  CHECK(clock.pending_waits() == 0);
+}
+
+TEST_CASE("run_service: the mock agent's think time and paced tokens follow the clock") {
+  agw::test::manual_clock clock;
+  services_fixture f(clock);
+  // 500 ms of thought, then 4 tokens at 10 per second: due at +0, +100, +200, +300 ms.
+  auto s = f.create(R"({"config": {"mock": {"think_ms": 500, "tokens": 4, "tokens_per_second": 10}}})");
+  const auto began = clock.wall_ms();
+  f.await(f.runs.start(s.session, message("go")));
+  f.run_until([&] { return clock.pending_waits() == 1; });  // the think sleep
+  CHECK(tokens_in(committed_types(f, s.session.id)) == 0);
+
+  clock.advance(std::chrono::milliseconds(499));
+  f.poll();
+  CHECK(clock.pending_waits() == 1);
+  CHECK(tokens_in(committed_types(f, s.session.id)) == 0);
+  clock.advance(std::chrono::milliseconds(1));
+  // The first token goes at once; the run then sleeps until the second is due.
+  f.run_until([&] { return tokens_in(committed_types(f, s.session.id)) == 1 && clock.pending_waits() == 1; });
+
+  for (std::size_t i = 1; i < 4; ++i) {
+    CAPTURE(i);
+    clock.advance(std::chrono::milliseconds(99));
+    f.poll();
+    CHECK(tokens_in(committed_types(f, s.session.id)) == i);
+    clock.advance(std::chrono::milliseconds(1));
+    f.run_until([&] { return tokens_in(committed_types(f, s.session.id)) == i + 1; });
+  }
+  // The last token ends the run: its done is committed and its answer stamped with the clock's time.
+  f.run_until([&] { return ended(committed_types(f, s.session.id)) && !f.hub.live_state(s.session.id).run; });
+  CHECK(clock.pending_waits() == 0);
+  CHECK(tokens_in(committed_types(f, s.session.id)) == 4);
+  const auto messages = f.db.committed().messages;
+  REQUIRE(messages.size() == 2);
+  std::int64_t answered_at = 0;
+  for (const auto& [id, m] : messages)
+    if (m.role == "assistant") answered_at = m.created_at_ms;
+  CHECK(answered_at == began + 800);
+}
+
+TEST_CASE("run_service: an abort cuts the agent's sleep short without the clock moving") {
+  agw::test::manual_clock clock;
+  services_fixture f(clock);
+  auto s = f.create(slow_session);
+  auto started = f.await(f.runs.start(s.session, message("think")));
+  f.run_until([&] { return clock.pending_waits() == 1; });
+  CHECK(f.await(f.runs.abort(s.session.id)) == started.run_id);
+  f.run_until([&] { return ended(committed_types(f, s.session.id)) && !f.hub.live_state(s.session.id).run; });
+  CHECK(clock.pending_waits() == 0);
+  CHECK(tokens_in(committed_types(f, s.session.id)) == 0);
+  CHECK(f.await(f.runs.abort(s.session.id)) == std::nullopt);
 }

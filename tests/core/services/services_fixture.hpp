@@ -2,6 +2,11 @@
 // The core services over the in-memory fake store, on one io_context that the
 // test drives by hand: await() runs a service call to its end (and whatever it
 // started meanwhile), settle() runs everything left (a run to its done).
+// Time is the real clock unless a test hands in another (a manual_clock, which
+// it declares before the fixture and leaves with no wait pending). A coroutine
+// parked on a manual clock still holds work (co_spawn's), so settle() would not
+// return while one waits: such tests drive with run_until() and advance().
+#include <chrono>
 #include <doctest/doctest.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -13,6 +18,7 @@
 #include <string>
 
 #include "core/api_error.hpp"
+#include "core/clock.hpp"
 #include "core/services/event_service.hpp"
 #include "core/services/message_service.hpp"
 #include "core/services/run_service.hpp"
@@ -36,6 +42,8 @@ inline core::settings service_settings() {
 }
 
 struct services_fixture {
+  services_fixture() : clock(real_clock) {}
+  explicit services_fixture(core::clock& time) : clock(time) {}
   ~services_fixture() {
     settle();
     store.stop();
@@ -70,24 +78,37 @@ struct services_fixture {
     io.restart();
     io.run();
   }
+  // Runs handlers until `ready()` holds; fails (rather than hangs) when nothing happens for 10 s.
+  template <class P>
+  void run_until(P ready) {
+    io.restart();
+    while (!ready()) REQUIRE(io.run_one_for(std::chrono::seconds(10)) > 0);
+  }
+  // Runs the handlers that are ready now, without waiting for any.
+  void poll() {
+    io.restart();
+    io.poll();
+  }
 
   core::session_view create(const std::string& body = "{}") { return await(sessions.create(boost::json::parse(body))); }
 
   fake_db db;
   net::io_context io;
+  core::real_clock real_clock;
+  core::clock& clock;
   core::metrics stats;
   core::settings config = service_settings();
-  core::tool_registry tools = core::make_builtin_tools();
+  core::tool_registry tools = core::make_builtin_tools([this] { return clock.wall_now(); });
   core::tool_runner runner{tools, 1, config.tool_timeout};
   core::store_executor store{db.factory(), {.readers = 1}};
   fake_event_writer writer{store};
   core::session_hub hub{io.get_executor(), store, writer, stats, config, runner};
-  core::session_service sessions{store, hub};
+  core::session_service sessions{store, hub, clock};
   std::atomic<int> outbox_wakes{0};
-  core::run_service runs{store, hub, sessions, stats, [this] { outbox_wakes++; }};
+  core::run_service runs{store, hub, sessions, stats, clock, [this] { outbox_wakes++; }};
   core::message_service messages{store, sessions};
-  core::event_service events{sessions, hub};
-  core::webhook_service deliveries{store, sessions};
+  core::event_service events{sessions, hub, clock};
+  core::webhook_service deliveries{store, sessions, clock};
 
  private:
   void drive(const bool& done) {

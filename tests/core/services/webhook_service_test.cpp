@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include "core/time_format.hpp"
+#include "core/webhooks/webhook_delivery.hpp"
 #include "tests/core/services/services_fixture.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -89,4 +91,39 @@ TEST_CASE("webhook_service: list, due, next due and recording an attempt") {
   CHECK(listed.at(0).attempts.size() == 1);
   outcome.delivery_id = "gone";
   CHECK_FALSE(f.await(f.deliveries.record_attempt(outcome)));
+}
+
+TEST_CASE("webhook_service: on a manual clock, a redelivery is due at once and a retry when its time comes") {
+  agw::test::manual_clock clock;
+  services_fixture f(clock);
+  auto s = f.create();
+  f.db.seed([&](agw::test::fake_data& d) { d.deliveries.push_back(delivery(s.session.id, "d4", "failed")); });
+  auto requeued = f.await(f.deliveries.redeliver(s.session.id, "d4"));
+  REQUIRE(requeued.next_attempt_at_ms);
+  CHECK(*requeued.next_attempt_at_ms == clock.wall_ms());
+  CHECK(f.await(f.deliveries.due(clock.wall_ms(), 10)).size() == 1);
+
+  // The first attempt fails with a 503: the schedule's first delay (±20 %) decides the next attempt.
+  std::mt19937_64 rng(7);
+  const std::vector<std::chrono::duration<double>> schedule{std::chrono::seconds(10), std::chrono::seconds(60)};
+  agw::core::attempt_result failed;
+  failed.status_code = 503;
+  auto decision = agw::core::decide_after_attempt(failed, 1, schedule, clock.wall_ms(), rng);
+  REQUIRE(decision.next_attempt_at_ms);
+  const auto delay = *decision.next_attempt_at_ms - clock.wall_ms();
+  CHECK(delay >= 8'000);
+  CHECK(delay <= 12'000);
+  agw::core::webhook_attempt_outcome outcome{"d4", {0, clock.wall_ms(), 503, std::nullopt, 5}, decision.status,
+                                             decision.next_attempt_at_ms};
+  CHECK(f.await(f.deliveries.record_attempt(outcome)));
+
+  // Not due until the clock reaches it; then due, and nothing is due later.
+  CHECK(f.await(f.deliveries.due(clock.wall_ms(), 10)).empty());
+  CHECK(f.await(f.deliveries.next_due_ms(clock.wall_ms())) == decision.next_attempt_at_ms);
+  clock.advance(std::chrono::milliseconds(delay - 1));
+  CHECK(f.await(f.deliveries.due(clock.wall_ms(), 10)).empty());
+  clock.advance(std::chrono::milliseconds(1));
+  auto due = f.await(f.deliveries.due(clock.wall_ms(), 10));
+  REQUIRE(due.size() == 1);
+  CHECK(due[0].id == "d4");
 }
