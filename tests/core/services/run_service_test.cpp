@@ -165,7 +165,7 @@ namespace {
 
 using agw::core::event_type;
 
-// The types of the session's committed events (segments and journal), in id order.
+// The types of the session's committed events, in id order.
 std::vector<event_type> committed_types(const services_fixture& f, const std::string& session_id) {
   std::map<std::int64_t, event_type> by_id;
   const auto data = f.db.committed();
@@ -175,8 +175,6 @@ std::vector<event_type> committed_types(const services_fixture& f, const std::st
   };
   if (auto it = data.event_batches.find(session_id); it != data.event_batches.end())
     for (const auto& b : it->second) add(b);
-  for (const auto& [seq, row] : data.journal)
-    for (const auto& b : row) add(b);
   std::vector<event_type> out;
   for (const auto& [id, type] : by_id) out.push_back(type);
   return out;
