@@ -45,9 +45,10 @@ void sqlite_event_writer::enqueue(request r) {
   pending_.push_back(std::move(r));
   if (job_queued_) return;  // the queued job will take this one too
   job_queued_ = true;
-  // Posted, not submitted here: the job takes mutex_ again when the writer runs it.
-  auto executor = pending_.back().b.executor;
-  net::post(executor, [this, executor] { submit(executor); });
+  // Submitted at once, under mutex_: the store executor only queues it (its own lock, taken
+  // nowhere inside ours), and the job takes mutex_ later, on the writer thread; a refusal's
+  // completion is posted, never run here.
+  submit(pending_.back().b.executor);
 }
 
 void sqlite_event_writer::enqueue_tail_segment(const std::string& session_id, session_state& s) {
