@@ -1,0 +1,287 @@
+// core/session_hub.{hpp,cpp} (the hub lives in core/, beside the channels it keeps).
+#include "core/session_hub.hpp"
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json/parse.hpp>
+#include <string>
+#include <vector>
+
+#include "core/agents/mock_agent.hpp"
+#include "core/agents/unavailable_agent.hpp"
+#include "core/events/log_codec.hpp"
+#include "core/runs/run.hpp"
+#include "core/runs/run_driver.hpp"
+#include "core/time_format.hpp"
+#include "core/tools/tool_registry.hpp"
+#include "tests/support/fake_event_writer.hpp"
+#include "tests/support/fake_store.hpp"
+
+namespace {
+
+namespace net = boost::asio;
+using agw::core::event_type;
+using agw::core::subscriber;
+using close_reason = agw::core::subscriber::close_reason;
+
+class recorder final : public subscriber {
+ public:
+  void deliver(const agw::core::frame_batch& frames) override {
+    for (const auto& f : frames->frames) ids.push_back(f->id);
+  }
+  void close(close_reason why) override { closed.push_back(why); }
+
+  std::vector<std::int64_t> ids;
+  std::vector<close_reason> closed;
+};
+
+agw::core::session_record session_with(const std::string& id, const std::string& config) {
+  agw::core::session_record s;
+  s.id = id;
+  s.thread_id = "thread-" + id;
+  s.config = boost::json::parse(config).as_object();
+  return s;
+}
+
+// A hub over the fake store; the test drives the io_context.
+struct hub_fixture {
+  ~hub_fixture() {
+    settle();
+    store.stop();
+  }
+  void settle() {
+    io.restart();
+    io.run();
+  }
+  template <class F>
+  void on_strand(const std::shared_ptr<agw::core::session_channel>& c, F f) {
+    net::post(c->strand(), std::move(f));
+  }
+  std::shared_ptr<recorder> subscribe(const std::shared_ptr<agw::core::session_channel>& c) {
+    auto rec = std::make_shared<recorder>();
+    on_strand(c, [c, rec] { c->subscribe(rec, c->last_committed_id()); });
+    settle();
+    return rec;
+  }
+  // Drives one run of `s` with the agent the hub picks for it; returns the run's committed events.
+  std::vector<agw::core::frame_ptr> run_once(const agw::core::session_record& s) {
+    auto channel = hub.channel(s.id, 0);
+    auto r = std::make_shared<agw::core::run>(channel->strand(), "run-" + s.id, agw::core::now_ms(), channel->last_assigned_id());
+    channel->set_live_run(r);  // the io_context is idle: we are on the strand
+    agw::core::conversation_state conversation;
+    agw::core::message_record user;
+    user.id = "user-1";
+    user.session_id = s.id;
+    user.role = "user";
+    user.content = "hi";
+    user.seq = 1;
+    conversation.messages.push_back(user);
+    conversation.run = agw::core::checkpoint_run{r->id(), "running", user.id, r->started_at_ms(), std::nullopt, 0, std::nullopt};
+    agw::core::run_request request{s, conversation, 0, std::nullopt, nullptr};
+    auto driving = agw::core::drive_run(channel, r, std::move(request), hub.agent_for(s), hub.tools(), stats);
+    net::co_spawn(channel->strand(), std::move(driving), [](std::exception_ptr) {});
+    settle();
+    std::vector<agw::core::frame_ptr> out;
+    const auto data = db.committed();
+    if (auto it = data.event_batches.find(s.id); it != data.event_batches.end())
+      for (const auto& b : it->second)
+        for (auto& e : agw::core::decode_log_frames(b.frames, b.first_id)) out.push_back(std::move(e));
+    return out;
+  }
+
+  agw::test::fake_db db;
+  net::io_context io;
+  agw::core::metrics stats;
+  agw::core::settings config;
+  agw::core::tool_registry tools = agw::core::make_builtin_tools();
+  agw::core::tool_runner runner{tools, 1, config.tool_timeout};
+  agw::core::store_executor store{db.factory(), {.readers = 1}};
+  agw::test::fake_event_writer writer{store};
+  agw::core::session_hub hub{io.get_executor(), store, writer, stats, config, runner};
+};
+
+}  // namespace
+
+TEST_CASE("session_hub: one channel per session id, created with the given last event id") {
+  hub_fixture f;
+  auto a = f.hub.channel("a", 5);
+  REQUIRE(a);
+  CHECK(a->session_id() == "a");
+  CHECK(a->last_assigned_id() == 5);
+  CHECK(a->last_committed_id() == 5);
+  // The same pointer again; a later last_event_id does not reset it.
+  CHECK(f.hub.channel("a", 5) == a);
+  CHECK(f.hub.channel("a", 99) == a);
+  CHECK(a->last_assigned_id() == 5);
+  auto b = f.hub.channel("b", 0);
+  CHECK(b != a);
+
+  // Ids continue from the last one given.
+  std::int64_t id = 0;
+  f.on_strand(a, [&] { id = a->publish("run-1", event_type::token, "content", "x"); });
+  f.settle();
+  CHECK(id == 6);
+  CHECK(f.db.committed_event_ids("a") == std::vector<std::int64_t>{6});
+}
+
+TEST_CASE("session_hub: find returns the channel only once it exists") {
+  hub_fixture f;
+  CHECK(f.hub.find("a") == nullptr);
+  auto a = f.hub.channel("a", 0);
+  CHECK(f.hub.find("a") == a);
+  CHECK(f.hub.find("b") == nullptr);
+}
+
+TEST_CASE("session_hub: live_state gives the live run and the last committed id") {
+  hub_fixture f;
+  auto unknown = f.hub.live_state("nobody");
+  CHECK_FALSE(unknown.run);
+  CHECK(unknown.last_event_id == 0);
+
+  auto a = f.hub.channel("a", 3);
+  CHECK(f.hub.live_state("a").last_event_id == 3);
+  CHECK_FALSE(f.hub.live_state("a").run);
+
+  auto r = std::make_shared<agw::core::run>(a->strand(), "run-1", 1234, 3);
+  f.on_strand(a, [&] {
+    a->set_live_run(r);
+    a->publish("run-1", event_type::token, "content", "x");
+  });
+  f.settle();
+  auto live = f.hub.live_state("a");
+  REQUIRE(live.run);
+  CHECK(live.run->id == "run-1");
+  CHECK(live.run->started_at_ms == 1234);
+  CHECK(live.last_event_id == 4);
+
+  f.on_strand(a, [&] { a->set_live_run(nullptr); });
+  f.settle();
+  CHECK_FALSE(f.hub.live_state("a").run);
+  CHECK(f.hub.live_state("a").last_event_id == 4);
+}
+
+TEST_CASE("session_hub: session_deleted closes the channel; later channels for that id are born closed") {
+  hub_fixture f;
+  auto a = f.hub.channel("a", 2);
+  auto rec = f.subscribe(a);
+  f.hub.session_deleted("a");
+  f.settle();
+  CHECK(a->closed());
+  CHECK(rec->closed == std::vector<close_reason>{close_reason::session_deleted});
+  CHECK(f.hub.find("a") == nullptr);
+  CHECK_FALSE(f.hub.live_state("a").run);
+
+  auto again = f.hub.channel("a", 2);
+  REQUIRE(again);
+  CHECK(again != a);
+  CHECK(again->closed());
+  // A subscriber of the closed channel is closed at once; a publish stores nothing.
+  auto late = f.subscribe(again);
+  CHECK(late->closed == std::vector<close_reason>{close_reason::session_deleted});
+  f.on_strand(again, [&] { again->publish("run-1", event_type::token, "content", "x"); });
+  f.settle();
+  CHECK(f.db.committed_event_ids("a").empty());
+
+  // Other sessions are untouched.
+  auto b = f.hub.channel("b", 0);
+  CHECK_FALSE(b->closed());
+}
+
+TEST_CASE("session_hub: session_deleted of a session never used still gives a closed channel later") {
+  hub_fixture f;
+  f.hub.session_deleted("ghost");
+  f.settle();
+  CHECK(f.hub.find("ghost") == nullptr);
+  auto c = f.hub.channel("ghost", 0);
+  CHECK(c->closed());
+}
+
+TEST_CASE("session_hub: session_deleted aborts the live run; its end reaches the followers unstored") {
+  hub_fixture f;
+  auto s = session_with("a", R"({"mock": {"think_ms": 60000}})");
+  auto a = f.hub.channel("a", 0);
+  auto rec = f.subscribe(a);
+  auto r = std::make_shared<agw::core::run>(a->strand(), "run-a", agw::core::now_ms(), 0);
+  a->set_live_run(r);
+  agw::core::conversation_state conversation;
+  agw::core::message_record user;
+  user.id = "user-1";
+  user.role = "user";
+  user.content = "hi";
+  conversation.messages.push_back(user);
+  agw::core::run_request request{s, conversation, 0, std::nullopt, nullptr};
+  auto driving = agw::core::drive_run(a, r, std::move(request), f.hub.agent_for(s), f.hub.tools(), f.stats);
+  bool ended = false;
+  net::co_spawn(a->strand(), std::move(driving), [&](std::exception_ptr) { ended = true; });
+  f.io.restart();
+  f.io.poll();  // thinking
+  f.hub.session_deleted("a");
+  f.settle();
+  CHECK(ended);
+  CHECK(r->abort_requested());
+  CHECK(a->closed());
+  CHECK(rec->closed == std::vector<close_reason>{close_reason::session_deleted});
+  CHECK(a->live_run() == nullptr);
+  CHECK(f.stats.runs_aborted.load() == 1);
+  CHECK(f.stats.runs_live.load() == 0);
+  // The follower saw the run end (status thinking, then aborted, usage, done) ...
+  REQUIRE(rec->ids.size() == 4);
+  CHECK(rec->ids.back() == 4);
+  // ... but only the first event, committed before the delete, was stored.
+  CHECK(f.db.committed_event_ids("a") == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("session_hub: close_all_streams closes every subscriber with draining and keeps the channels") {
+  hub_fixture f;
+  auto a = f.hub.channel("a", 0);
+  auto b = f.hub.channel("b", 0);
+  auto ra = f.subscribe(a);
+  auto rb1 = f.subscribe(b);
+  auto rb2 = f.subscribe(b);
+  f.hub.close_all_streams();
+  f.settle();
+  CHECK(ra->closed == std::vector<close_reason>{close_reason::draining});
+  CHECK(rb1->closed == std::vector<close_reason>{close_reason::draining});
+  CHECK(rb2->closed == std::vector<close_reason>{close_reason::draining});
+  CHECK(f.hub.find("a") == a);
+  CHECK(f.hub.find("b") == b);
+  CHECK_FALSE(a->closed());
+  CHECK_FALSE(b->closed());
+}
+
+TEST_CASE("session_hub: agent_for picks the agent config.provider names, mock by default") {
+  hub_fixture f;
+  auto by_default = f.hub.agent_for(session_with("a", "{}"));
+  REQUIRE(by_default);
+  CHECK(dynamic_cast<agw::core::mock_agent*>(by_default.get()) != nullptr);
+  // The mock is stateless: every session shares one instance.
+  CHECK(f.hub.agent_for(session_with("b", R"({"provider": "mock"})")) == by_default);
+  CHECK(dynamic_cast<agw::core::unavailable_agent*>(f.hub.agent_for(session_with("c", R"({"provider": "openai"})")).get()) !=
+        nullptr);
+  CHECK(dynamic_cast<agw::core::unavailable_agent*>(f.hub.agent_for(session_with("d", R"({"provider": "nope"})")).get()) !=
+        nullptr);
+  CHECK(dynamic_cast<agw::core::unavailable_agent*>(f.hub.agent_for(session_with("e", R"({"provider": 42})")).get()) !=
+        nullptr);
+}
+
+TEST_CASE("session_hub: the default agent runs the mock; an unknown provider's run fails with provider_unavailable") {
+  hub_fixture f;
+  const auto ok = f.run_once(session_with("a", R"({"mock": {"tokens": 2}})"));
+  REQUIRE(ok.size() == 5);  // thinking, 2 tokens, usage, done
+  CHECK(ok.back()->type == event_type::done);
+  CHECK(boost::json::parse(ok.back()->data()).at("assistant_data").at("status").as_string() == "complete");
+
+  const auto failed = f.run_once(session_with("b", R"({"provider": "nope"})"));
+  REQUIRE(failed.size() == 4);  // thinking, error, usage, done
+  CHECK(failed[1]->type == event_type::error);
+  const auto error = boost::json::parse(failed[1]->data()).as_object();
+  CHECK(error.at("code").as_string() == "provider_unavailable");
+  CHECK(error.at("message").as_string() == "provider 'nope' is not available in this build");
+  CHECK(failed.back()->type == event_type::done);
+  CHECK(boost::json::parse(failed.back()->data()).at("assistant_data").at("status").as_string() == "error");
+  CHECK(f.stats.runs_failed.load() == 1);
+  CHECK(f.stats.runs_completed.load() == 1);
+}
