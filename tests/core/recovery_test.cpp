@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "core/clock.hpp"
+
 #include <boost/json/parse.hpp>
 #include <algorithm>
 #include <memory>
@@ -17,6 +19,9 @@
 #include "tests/support/fake_store.hpp"
 
 namespace {
+
+// Real time: these cases never wait on it.
+const agw::core::real_clock wall_clock;
 
 using agw::core::event_type;
 using agw::core::frame_ptr;
@@ -56,7 +61,7 @@ struct recovery_fixture {
   }
   // A checkpoint and its projection, the way the run paths write them.
   void checkpoint(const agw::core::session_record& s, std::int64_t version, const agw::core::conversation_state& state) {
-    agw::core::save_checkpoint(*conn, s, version, state);
+    agw::core::save_checkpoint(*conn, wall_clock, s, version, state);
   }
   // A session with an earlier, finished exchange and a run cut short at start-up: its
   // checkpoint has the run `running`, events_before = `events_before`.
@@ -85,7 +90,7 @@ struct recovery_fixture {
   agw::core::conversation_state state_of(const agw::core::session_record& s) {
     return agw::core::parse_checkpoint(latest(s).state, s.id);
   }
-  agw::core::recovery_report recover() { return agw::core::recover_at_startup(*conn); }
+  agw::core::recovery_report recover() { return agw::core::recover_at_startup(*conn, wall_clock); }
 
   agw::test::fake_db db;
   std::unique_ptr<agw::core::store_connection> conn = db.connect();

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "core/clock.hpp"
+
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -30,6 +32,9 @@
 #include "tests/support/fake_store.hpp"
 
 namespace {
+
+// Real time: these cases never wait on it.
+const agw::core::real_clock wall_clock;
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -102,11 +107,11 @@ struct driver_fixture {
     conversation.messages.back().seq = static_cast<std::int64_t>(conversation.messages.size());
     user_message_id = user.id;
     // The io_context is idle here: touching the channel from the test thread is touching it on its strand.
-    auto r = std::make_shared<agw::core::run>(channel->strand(), agw::core::new_uuid(), agw::core::now_ms(),
+    auto r = std::make_shared<agw::core::run>(channel->strand(), wall_clock, agw::core::new_uuid(), agw::core::now_ms(),
                                               channel->last_assigned_id());
     conversation.run = agw::core::checkpoint_run{r->id(), "running", user.id, r->started_at_ms(), std::nullopt,
                                                  r->events_before(), callback_url};
-    agw::core::save_checkpoint(*seeding, session, ++version, conversation, conversation.messages.size() - 1);
+    agw::core::save_checkpoint(*seeding, wall_clock, session, ++version, conversation, conversation.messages.size() - 1);
     channel->set_live_run(r);
     if (!agent_impl) agent_impl = std::make_shared<agw::core::mock_agent>();
     agw::core::run_request request{session, conversation, version, callback_url, [this] { ++outbox_written; }};

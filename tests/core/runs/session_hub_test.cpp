@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "core/clock.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +23,9 @@
 #include "tests/support/fake_store.hpp"
 
 namespace {
+
+// Real time: these cases never wait on it.
+const agw::core::real_clock wall_clock;
 
 namespace net = boost::asio;
 using agw::core::event_type;
@@ -69,7 +74,7 @@ struct hub_fixture {
   // Drives one run of `s` with the agent the hub picks for it; returns the run's committed events.
   std::vector<agw::core::frame_ptr> run_once(const agw::core::session_record& s) {
     auto channel = hub.channel(s.id, 0);
-    auto r = std::make_shared<agw::core::run>(channel->strand(), "run-" + s.id, agw::core::now_ms(), channel->last_assigned_id());
+    auto r = std::make_shared<agw::core::run>(channel->strand(), wall_clock, "run-" + s.id, agw::core::now_ms(), channel->last_assigned_id());
     channel->set_live_run(r);  // the io_context is idle: we are on the strand
     agw::core::conversation_state conversation;
     agw::core::message_record user;
@@ -145,7 +150,7 @@ TEST_CASE("session_hub: live_state gives the live run and the last committed id"
   CHECK(f.hub.live_state("a").last_event_id == 3);
   CHECK_FALSE(f.hub.live_state("a").run);
 
-  auto r = std::make_shared<agw::core::run>(a->strand(), "run-1", 1234, 3);
+  auto r = std::make_shared<agw::core::run>(a->strand(), wall_clock, "run-1", 1234, 3);
   f.on_strand(a, [&] {
     a->set_live_run(r);
     a->publish("run-1", event_type::token, "content", "x");
@@ -204,7 +209,7 @@ TEST_CASE("session_hub: session_deleted aborts the live run; its end reaches the
   auto s = session_with("a", R"({"mock": {"think_ms": 60000}})");
   auto a = f.hub.channel("a", 0);
   auto rec = f.subscribe(a);
-  auto r = std::make_shared<agw::core::run>(a->strand(), "run-a", agw::core::now_ms(), 0);
+  auto r = std::make_shared<agw::core::run>(a->strand(), wall_clock, "run-a", agw::core::now_ms(), 0);
   a->set_live_run(r);
   agw::core::conversation_state conversation;
   agw::core::message_record user;
