@@ -111,8 +111,9 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   co_await std::move(committing);
   if (channel->live_run() == r) channel->set_live_run(nullptr);  // e.g. the session was deleted
   stats.runs_live--;
+  // Counted by how the run really ended: an end that could not be stored is an error.
   if (aborted) stats.runs_aborted++;
-  else if (status == "error") stats.runs_failed++;
+  else if (answer.status == "error") stats.runs_failed++;
   else stats.runs_completed++;
 }
 
