@@ -32,6 +32,69 @@ std::int64_t count_words(const conversation_state& conversation) {
   return words;
 }
 
+// (The steps below take the run_context and options by reference: mock_agent::run's
+// frame owns both and awaits each step at once.)
+
+// The options' tool calls, one after another; false when the run should stop here.
+net::awaitable<bool> call_tools(run_context& ctx, const mock_options& options) {
+  std::vector<run_context::tool_request> calls;
+  for (std::size_t i = 0; i < options.tool_calls.size(); ++i)
+    calls.push_back({"call_" + std::to_string(i + 1), options.tool_calls[i].name, options.tool_calls[i].args});
+  auto calling = ctx.call_tools(calls);
+  auto outcomes = co_await std::move(calling);
+  for (const auto& o : outcomes) {
+    if (o.status == tool_outcome::kind::ok) continue;
+    const char* code = o.status == tool_outcome::kind::timed_out      ? "tool_timeout"
+                       : o.status == tool_outcome::kind::unknown_tool ? "unknown_tool"
+                                                                      : "tool_failed";
+    ctx.fail(code, o.result.output);
+    co_return false;
+  }
+  if (ctx.aborted()) co_return false;
+  co_await ctx.pace();
+  ctx.publish_status("thinking");
+  co_return true;
+}
+
+// The newest user message: what the mock echoes back word by word.
+std::string last_prompt(const run_context& ctx) {
+  const auto& messages = ctx.conversation().messages;
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it)
+    if (it->role == "user") return it->content;
+  return {};
+}
+
+// Streams the tokens on their schedule; false when the run was aborted meanwhile.
+net::awaitable<bool> stream_tokens(run_context& ctx, const mock_options& options) {
+  const auto tokens = mock_tokens(last_prompt(ctx), options.tokens);
+  const auto first_token_at = ctx.time().steady_now();
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (ctx.aborted()) co_return false;
+    if (options.fail_after && static_cast<std::int64_t>(i) == *options.fail_after) break;
+    if (options.tokens_per_second && i > 0) {
+      // An absolute schedule: token i is due i/rate after the first, so delays never accumulate.
+      auto due = first_token_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(static_cast<double>(i) / *options.tokens_per_second));
+      auto sleeping = ctx.sleep_until(due);
+      if (!co_await std::move(sleeping)) co_return false;
+    }
+    co_await ctx.pace();
+    ctx.publish_token(tokens[i]);
+  }
+  co_return true;
+}
+
+// One step_complete per plan step, after the answer.
+net::awaitable<void> complete_plan(run_context& ctx, const mock_options& options) {
+  for (std::size_t i = 0; i < options.plan.size(); ++i) {
+    if (ctx.aborted()) co_return;
+    co_await ctx.pace();
+    ctx.publish(event_type::step_complete, {{"step_number", static_cast<std::int64_t>(i + 1)},
+                                            {"total_steps", static_cast<std::int64_t>(options.plan.size())},
+                                            {"description", options.plan[i]}});
+  }
+}
+
 }  // namespace
 
 net::awaitable<void> mock_agent::run(run_context& ctx) {
@@ -51,22 +114,8 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
   }
 
   if (!options.tool_calls.empty()) {
-    std::vector<run_context::tool_request> calls;
-    for (std::size_t i = 0; i < options.tool_calls.size(); ++i)
-      calls.push_back({"call_" + std::to_string(i + 1), options.tool_calls[i].name, options.tool_calls[i].args});
-    auto calling = ctx.call_tools(calls);
-    auto outcomes = co_await std::move(calling);
-    for (const auto& o : outcomes) {
-      if (o.status == tool_outcome::kind::ok) continue;
-      const char* code = o.status == tool_outcome::kind::timed_out ? "tool_timeout"
-                         : o.status == tool_outcome::kind::unknown_tool ? "unknown_tool"
-                                                                          : "tool_failed";
-      ctx.fail(code, o.result.output);
-      co_return;
-    }
-    if (ctx.aborted()) co_return;
-    co_await ctx.pace();
-    ctx.publish_status("thinking");
+    auto calling = call_tools(ctx, options);
+    if (!co_await std::move(calling)) co_return;
   }
 
   // The run's clock: tests advance it by hand instead of sleeping through think time and pacing.
@@ -76,40 +125,15 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
     if (!co_await std::move(sleeping)) co_return;
   }
 
-  const auto& user = ctx.conversation().messages;
-  std::string prompt;
-  for (auto it = user.rbegin(); it != user.rend(); ++it)
-    if (it->role == "user") {
-      prompt = it->content;
-      break;
-    }
-  const auto tokens = mock_tokens(prompt, options.tokens);
-  const auto first_token_at = ctx.time().steady_now();
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (ctx.aborted()) co_return;
-    if (options.fail_after && static_cast<std::int64_t>(i) == *options.fail_after) break;
-    if (options.tokens_per_second && i > 0) {
-      // An absolute schedule: token i is due i/rate after the first, so delays never accumulate.
-      auto due = first_token_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      std::chrono::duration<double>(static_cast<double>(i) / *options.tokens_per_second));
-      auto sleeping = ctx.sleep_until(due);
-      if (!co_await std::move(sleeping)) co_return;
-    }
-    co_await ctx.pace();
-    ctx.publish_token(tokens[i]);
-  }
+  auto streaming = stream_tokens(ctx, options);
+  if (!co_await std::move(streaming)) co_return;
   usage.output_tokens = ctx.tokens_streamed();
   if (options.fail_after) {
     ctx.fail("mock_failure", "mock agent failed after " + std::to_string(*options.fail_after) + " tokens");
     co_return;
   }
-  for (std::size_t i = 0; i < options.plan.size(); ++i) {
-    if (ctx.aborted()) co_return;
-    co_await ctx.pace();
-    ctx.publish(event_type::step_complete, {{"step_number", static_cast<std::int64_t>(i + 1)},
-                                  {"total_steps", static_cast<std::int64_t>(options.plan.size())},
-                                  {"description", options.plan[i]}});
-  }
+  auto completing = complete_plan(ctx, options);
+  co_await std::move(completing);
 }
 
 }  // namespace agw::core
