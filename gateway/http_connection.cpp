@@ -62,7 +62,11 @@ std::optional<split_target> split(std::string_view target) {
   for (auto segment : parsed->segments()) out.segments.push_back(segment);
   // "/sessions/" and "/sessions" name the same collection.
   if (!out.segments.empty() && out.segments.back().empty()) out.segments.pop_back();
-  for (auto param : parsed->params()) out.query.emplace_back(param.key, param.has_value ? param.value : std::string());
+  for (auto param : parsed->params()) {
+    // A bare "?" or a trailing "&" is an empty parameter, not one named "": nothing asked.
+    if (param.key.empty() && !param.has_value) continue;
+    out.query.emplace_back(param.key, param.has_value ? param.value : std::string());
+  }
   return out;
 }
 

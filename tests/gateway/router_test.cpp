@@ -296,7 +296,9 @@ TEST_CASE("request target: trailing slash, percent-decoded segments, the query i
       {"/sessions?q=a+b", 200, "list_sessions||q=a b"},  // '+' is a space in a query
       {"/sessions?q=a%2Bb%26c%3Dd", 200, "list_sessions||q=a+b&c=d"},
       {"/sessions?flag&empty=", 200, "list_sessions||flag=&empty="},  // no value and an empty one look alike
-      {"/sessions?", 200, "list_sessions||="},  // an empty query is one parameter, empty key and value
+      {"/sessions?", 200, "list_sessions||"},             // a bare '?' asks nothing
+      {"/sessions?limit=5&", 200, "list_sessions||limit=5"},  // nor does a trailing '&'
+      {"/sessions?=x", 200, "list_sessions||=x"},           // an empty name with a value is still a parameter
       {"/sessions/?x=1", 200, "list_sessions||x=1"},
       {"/sessions/%zz", 400, "bad_request"},
       {"sessions", 400, "bad_request"},  // not origin-form
