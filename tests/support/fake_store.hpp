@@ -8,6 +8,13 @@
 // commit_batch() publishes, and savepoints snapshot that copy. Operations
 // outside a batch read and write the committed state directly (autocommit).
 //
+// It answers like SQLite (tests/ports pins both to the same contracts): the
+// same constraints refused with store_error (unique ids, one thread per session,
+// the status CHECK), the same cascades on delete, the same orders. Rows of an
+// unknown session are refused only with `foreign_keys` on (tests/ports does): like
+// SQLite's PRAGMA, it is off by default, because core's channel tests write events
+// for sessions they never create.
+//
 // Fault injection (all thread-safe, set before or while the executor runs):
 //   throw_on_job(n)     the n-th job (counted by savepoint() calls, 1-based) throws
 //                       store_error from its first store operation;
@@ -35,12 +42,16 @@
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "core/storage/store_connection.hpp"
+#include "core/store_executor.hpp"  // factory()
 
 namespace agw::test {
 
 // Everything a store holds. Plain values, so a batch or savepoint is a copy.
 struct fake_data {
   std::map<std::string, core::session_record, std::less<>> sessions;
+  // Insertion order of the sessions (SQLite's rowid): listings break created_at ties with it.
+  std::map<std::string, std::int64_t, std::less<>> session_rowids;
+  std::int64_t next_rowid = 1;
   std::map<std::string, core::message_record, std::less<>> messages;  // by id
   std::vector<core::checkpoint_record> checkpoints;
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
@@ -71,6 +82,8 @@ class fake_db {
   std::atomic<int> read_delay_ms{0};
   std::atomic<int> commit_delay_ms{0};
   std::atomic<bool> fail_reads{false};
+  // Refuse rows (messages, checkpoints, events, keys, deliveries) of an unknown session.
+  std::atomic<bool> foreign_keys{false};
 
   // --- observation ---
   std::atomic<int> begins{0};
@@ -213,7 +226,11 @@ class fake_connection final : public core::store_connection {
   void insert_session(const core::session_record& s) override {
     write("insert_session", [&](fake_data& d) {
       if (d.sessions.count(s.id)) throw core::store_error("fake: UNIQUE constraint failed: sessions.id");
+      for (const auto& [id, other] : d.sessions)
+        if (other.thread_id == s.thread_id) throw core::store_error("fake: UNIQUE constraint failed: sessions.thread_id");
+      check_status(s.status);
       d.sessions[s.id] = s;
+      d.session_rowids[s.id] = d.next_rowid++;
     });
   }
   std::optional<core::session_record> find_session(std::string_view id) override {
@@ -221,15 +238,13 @@ class fake_connection final : public core::store_connection {
       auto it = d.sessions.find(id);
       if (it == d.sessions.end()) return std::nullopt;
       auto s = it->second;
-      s.message_count = 0;
-      for (const auto& [mid, m] : d.messages)
-        if (m.session_id == id) ++s.message_count;
+      s.message_count = message_count(d, id);
       return s;
     });
   }
   core::session_page list_sessions(const core::session_filter& f) override {
     return read("list_sessions", [&](fake_data& d) {
-      std::vector<core::session_record> all;
+      std::vector<core::session_record> all;  // newest first, the later inserted first at a tie
       for (const auto& [id, s] : d.sessions) {
         if (f.status && s.status != *f.status) continue;
         bool ok = true;
@@ -237,11 +252,13 @@ class fake_connection final : public core::store_connection {
         for (const auto& [k, v] : f.scopes) ok = ok && s.scopes.count(k) && s.scopes.at(k) == v;
         if (ok) all.push_back(s);
       }
-      std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.created_at_ms > b.created_at_ms; });
+      std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return session_order(d, b, a); });
       core::session_page page;
       page.total = static_cast<std::int64_t>(all.size());
-      for (std::int64_t i = f.offset; i < page.total && i < f.offset + f.limit; ++i)
+      for (std::int64_t i = f.offset; i < page.total && i < f.offset + f.limit; ++i) {
         page.sessions.push_back(all[static_cast<std::size_t>(i)]);
+        page.sessions.back().message_count = message_count(d, page.sessions.back().id);
+      }
       return page;
     });
   }
@@ -249,7 +266,13 @@ class fake_connection final : public core::store_connection {
     return write("update_session", [&](fake_data& d) {
       auto it = d.sessions.find(s.id);
       if (it == d.sessions.end()) return false;
-      it->second = s;
+      check_status(s.status);
+      // Like SQLite: the identity, the creation time and the event sequence stay.
+      auto updated = s;
+      updated.thread_id = it->second.thread_id;
+      updated.created_at_ms = it->second.created_at_ms;
+      updated.last_event_id = it->second.last_event_id;
+      it->second = std::move(updated);
       return true;
     });
   }
@@ -261,14 +284,20 @@ class fake_connection final : public core::store_connection {
       std::erase_if(d.checkpoints, [&](const auto& c) { return c.session_id == id; });
       std::erase_if(d.idempotency, [&](const auto& kv) { return kv.first.first == id; });
       if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
+      std::erase_if(d.deliveries, [&](const auto& r) { return r.session_id == id; });  // with their attempts
+      d.session_rowids.erase(it->first);
       d.sessions.erase(it);
       return true;
     });
   }
   std::vector<std::string> all_session_ids() override {
     return read("all_session_ids", [&](fake_data& d) {
+      // Oldest first, ties in insertion order.
+      std::vector<const core::session_record*> all;
+      for (const auto& [id, s] : d.sessions) all.push_back(&s);
+      std::sort(all.begin(), all.end(), [&](const auto* a, const auto* b) { return session_order(d, *a, *b); });
       std::vector<std::string> ids;
-      for (const auto& [id, s] : d.sessions) ids.push_back(id);
+      for (const auto* s : all) ids.push_back(s->id);
       return ids;
     });
   }
@@ -289,7 +318,18 @@ class fake_connection final : public core::store_connection {
     return read("all_messages", [&](fake_data& d) { return messages_of(d, session_id); });
   }
   void upsert_message(const core::message_record& m) override {
-    write("upsert_message", [&](fake_data& d) { d.messages[m.id] = m; });
+    write("upsert_message", [&](fake_data& d) {
+      auto it = d.messages.find(m.id);
+      // Like SQLite's ON CONFLICT (id) DO UPDATE: the row keeps its session.
+      const std::string& session_id = it == d.messages.end() ? m.session_id : it->second.session_id;
+      require_session(d, db_.foreign_keys.load(), session_id, "messages");
+      for (const auto& [id, other] : d.messages)
+        if (id != m.id && other.session_id == session_id && other.seq == m.seq)
+          throw core::store_error("fake: UNIQUE constraint failed: messages.session_id, messages.seq");
+      auto row = m;
+      row.session_id = session_id;
+      d.messages[m.id] = std::move(row);
+    });
   }
   void delete_messages(std::string_view session_id) override {
     write("delete_messages", [&](fake_data& d) {
@@ -299,7 +339,13 @@ class fake_connection final : public core::store_connection {
 
   // --- checkpoints ---
   void insert_checkpoint(const core::checkpoint_record& c) override {
-    write("insert_checkpoint", [&](fake_data& d) { d.checkpoints.push_back(c); });
+    write("insert_checkpoint", [&](fake_data& d) {
+      require_session(d, db_.foreign_keys.load(), c.session_id, "checkpoints");
+      for (const auto& other : d.checkpoints)
+        if (other.thread_id == c.thread_id && other.version == c.version)
+          throw core::store_error("fake: UNIQUE constraint failed: checkpoints.thread_id, checkpoints.version");
+      d.checkpoints.push_back(c);
+    });
   }
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override {
     return read("latest_checkpoint", [&](fake_data& d) -> std::optional<core::checkpoint_record> {
@@ -317,6 +363,7 @@ class fake_connection final : public core::store_connection {
   }
   void append_events(const core::event_batch_record& batch) override {
     write("append_events", [&](fake_data& d) {
+      require_session(d, db_.foreign_keys.load(), batch.session_id, "event_batches");
       // Like SQLite: a row with this first id is an earlier attempt of the same events.
       auto& rows = d.event_batches[batch.session_id];
       auto same = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first_id == batch.first_id; });
@@ -375,6 +422,7 @@ class fake_connection final : public core::store_connection {
   }
   void insert_idempotency_key(const core::idempotency_record& r) override {
     write("insert_idempotency_key", [&](fake_data& d) {
+      require_session(d, db_.foreign_keys.load(), r.session_id, "idempotency_keys");
       if (!d.idempotency.emplace(std::pair{r.session_id, r.key}, r).second)
         throw core::store_error("fake: UNIQUE constraint failed: idempotency_keys");
     });
@@ -387,13 +435,25 @@ class fake_connection final : public core::store_connection {
 
   // --- webhook outbox ---
   void insert_webhook_delivery(const core::webhook_delivery_record& r) override {
-    write("insert_webhook_delivery", [&](fake_data& d) { d.deliveries.push_back(r); });
+    write("insert_webhook_delivery", [&](fake_data& d) {
+      require_session(d, db_.foreign_keys.load(), r.session_id, "webhook_deliveries");
+      for (const auto& other : d.deliveries) {
+        if (other.id == r.id) throw core::store_error("fake: UNIQUE constraint failed: webhook_deliveries.id");
+        if (other.webhook_id == r.webhook_id)
+          throw core::store_error("fake: UNIQUE constraint failed: webhook_deliveries.webhook_id");
+      }
+      check_delivery_status(r.status);
+      auto row = r;
+      row.attempts.clear();  // attempts are only ever recorded
+      d.deliveries.push_back(std::move(row));
+    });
   }
   std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override {
     return read("list_webhook_deliveries", [&](fake_data& d) {
-      std::vector<core::webhook_delivery_record> out;
+      std::vector<core::webhook_delivery_record> out;  // oldest first, ties in insertion order
       for (const auto& r : d.deliveries)
         if (r.session_id == session_id) out.push_back(r);
+      std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.created_at_ms < b.created_at_ms; });
       return out;
     });
   }
@@ -401,15 +461,17 @@ class fake_connection final : public core::store_connection {
                                                                      std::string_view delivery_id) override {
     return read("find_webhook_delivery", [&](fake_data& d) -> std::optional<core::webhook_delivery_record> {
       for (const auto& r : d.deliveries)
-        if (r.session_id == session_id && r.id == delivery_id) return r;
+        if (r.session_id == session_id && r.id == delivery_id) return without_attempts(r);
       return std::nullopt;
     });
   }
   std::vector<core::webhook_delivery_record> due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) override {
     return read("due_webhook_deliveries", [&](fake_data& d) {
-      std::vector<core::webhook_delivery_record> out;
+      std::vector<core::webhook_delivery_record> out;  // earliest due first, ties in insertion order
       for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms && out.size() < limit) out.push_back(r);
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(without_attempts(r));
+      std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
+      if (out.size() > limit) out.resize(limit);
       return out;
     });
   }
@@ -425,6 +487,7 @@ class fake_connection final : public core::store_connection {
     return write("record_webhook_attempt", [&](fake_data& d) {
       for (auto& r : d.deliveries) {
         if (r.id != o.delivery_id || r.status != "pending") continue;
+        check_delivery_status(o.status);
         r.status = o.status;
         r.next_attempt_at_ms = o.next_attempt_at_ms;
         ++r.round_attempts;
@@ -440,7 +503,7 @@ class fake_connection final : public core::store_connection {
     return write("requeue_webhook_delivery", [&](fake_data& d) {
       for (auto& r : d.deliveries) {
         if (r.id != delivery_id) continue;
-        r.status = "pending";
+        r.status = "pending";  // like SQLite: whatever its status (a redelivery on request)
         r.round_attempts = 0;
         r.next_attempt_at_ms = now_ms;
         return true;
@@ -450,6 +513,41 @@ class fake_connection final : public core::store_connection {
   }
 
  private:
+  // SQLite's constraints, as the fake enforces them (before changing anything, so a
+  // refused write leaves no trace even outside a batch).
+  static void require_session(const fake_data& d, bool foreign_keys, std::string_view session_id, const char* table) {
+    if (foreign_keys && !d.sessions.count(session_id))
+      throw core::store_error(std::string("fake: FOREIGN KEY constraint failed (") + table + ".session_id)");
+  }
+  static void check_status(std::string_view status) {
+    if (status != "active" && status != "inactive" && status != "error")
+      throw core::store_error("fake: CHECK constraint failed: sessions.status");
+  }
+  static void check_delivery_status(std::string_view status) {
+    if (status != "pending" && status != "delivered" && status != "failed")
+      throw core::store_error("fake: CHECK constraint failed: webhook_deliveries.status");
+  }
+  // Oldest first, then in insertion order (SQLite: ORDER BY created_at, rowid).
+  static bool session_order(const fake_data& d, const core::session_record& a, const core::session_record& b) {
+    if (a.created_at_ms != b.created_at_ms) return a.created_at_ms < b.created_at_ms;
+    // Sessions put in by seed() have no rowid: they sort before inserted ones, by id.
+    auto rowid = [&](const core::session_record& s) {
+      auto it = d.session_rowids.find(s.id);
+      return it == d.session_rowids.end() ? std::int64_t{0} : it->second;
+    };
+    if (rowid(a) != rowid(b)) return rowid(a) < rowid(b);
+    return a.id < b.id;
+  }
+  static std::int64_t message_count(const fake_data& d, std::string_view session_id) {
+    std::int64_t n = 0;
+    for (const auto& [id, m] : d.messages)
+      if (m.session_id == session_id) ++n;
+    return n;
+  }
+  static core::webhook_delivery_record without_attempts(core::webhook_delivery_record r) {
+    r.attempts.clear();
+    return r;
+  }
   static std::vector<core::message_record> messages_of(const fake_data& d, std::string_view session_id) {
     std::vector<core::message_record> out;
     for (const auto& [id, m] : d.messages)
