@@ -66,7 +66,8 @@ void basic_sse_stream<Stream>::deliver_unnumbered(core::frame_ptr frame) {
 
 template <class Stream>
 void basic_sse_stream<Stream>::close(close_reason why) {
-  // A run's own stream outlives a drain until its done (the drain deadline bounds it).
+  // A run's own stream outlives a drain until its done (the drain deadline bounds it);
+  // every other reason ends every stream.
   if (why == close_reason::draining && (opts_.until_run || opts_.until_id)) return;
   net::post(executor_, [self = this->shared_from_this()] {
     self->closed_ = true;

@@ -160,7 +160,12 @@ void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
   auto& s = it->second;
   s.in_flight = false;
   if (s.forgotten) {
-    // Deleted meanwhile: nothing of it is kept, not even the claim its job took.
+    // Deleted meanwhile: nothing of it is kept, not even the claim its job took. A batch
+    // still waiting hears so (its channel is closed and ignores it).
+    if (s.waiting && s.waiting->done)
+      net::post(s.waiting->executor, [done = std::move(s.waiting->done)] {
+        done(std::make_exception_ptr(core::store_error("the session was deleted")));
+      });
     tails_.forget(id);
     sessions_.erase(it);
     return;
@@ -169,6 +174,11 @@ void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
     // Every journaled event of the session is in a segment now: the journal may drop them.
     tails_.segmented(id);
     s.segment_due = false;
+  } else if (error && r.as_segment && r.b.events.empty()) {
+    // The age timer's segment was refused: try again after another age, not at once (a
+    // persistent refusal would otherwise hold the writer in a loop).
+    s.segment_due = false;
+    arm_timer(id, s);
   } else if (!error) {
     const bool was_empty = tails_.size(id) == 0;
     tails_.add(id, r.b.events);

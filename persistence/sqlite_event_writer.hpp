@@ -13,11 +13,13 @@
 // oldest row a tail still needs (the store executor's maintenance) and folded into
 // segments at start-up (sqlite_store::fold_journal).
 //
-// Thread-safety: append() and forget() may be called from any thread (one mutex).
-// A session's age timer and its completions run on the executor its batches name
-// (the channel's strand); a timer owns itself while it waits, so none outlives its
-// io_context. The store executor must be stopped (its queue drained) before the
-// writer is destroyed.
+// Thread-safety: append() and forget() may be called from any thread (one mutex,
+// which every step below takes). A session's age timer runs on the executor its
+// batches name (the channel's strand), and owns itself while it waits, so none
+// outlives its io_context. One store job's completion runs on the executor of the
+// first batch it took and settles every batch of the job; each batch's `done` is
+// then posted to its own executor. The store executor must be stopped (its queue
+// drained) before the writer is destroyed.
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <memory>

@@ -28,9 +28,12 @@ class subscriber {
   // Calls `drained` once (from any thread, possibly before returning) when every frame
   // delivered so far has been taken (written out). Never called once the subscriber ended.
   virtual void when_drained(std::function<void()> drained) { drained(); }
-  enum class close_reason { session_deleted, draining };
-  // End the stream: always when the session is gone; when draining, streams that
-  // end with their run may finish it first.
+  // session_deleted: the session is gone. draining: the server stops; streams that end
+  // with their run may finish it first. broken: the sequence cannot go on for this
+  // subscriber (the log could not be read, or retention removed events it had not
+  // been sent yet): every stream ends, and the client's resume tells it what it missed.
+  enum class close_reason { session_deleted, draining, broken };
+  // End the stream (after what it was handed, with a clean end of the response).
   virtual void close(close_reason why) = 0;
 };
 

@@ -94,12 +94,8 @@ void subscriber_cursors::read_log_page(const cursor_ptr& c) {
   const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - c->last_sent, 0)), page_);
   source_.read_log(c->last_sent, limit, [this, c](std::exception_ptr error, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
     if (c->gone) return;
-    if (error) {
-      // Without the log the sequence cannot continue: end the stream, the client resumes.
-      remove(c->sub.get());
-      c->sub->close(subscriber::close_reason::draining);
-      return;
-    }
+    // Without the log the sequence cannot continue: end the stream, the client resumes.
+    if (error) return cut(c);
     on_log_page(c, log_oldest, std::move(frames));
   });
 }
@@ -111,6 +107,10 @@ void subscriber_cursors::on_log_page(const cursor_ptr& c, std::int64_t log_oldes
   if (in_ring) std::erase_if(frames, [&](const frame_ptr& f) { return f->id >= in_ring; });
   // The first event held after the cursor; beyond cursor + 1, retention removed some (a gap).
   const std::int64_t first_held = !frames.empty() ? frames.front()->id : (in_ring ? in_ring : source_.committed_id() + 1);
+  // Retention removed events this subscriber was never sent, while it lagged: it must not
+  // skip them silently. Its stream ends; the resume answers gap: true with the oldest id.
+  // (A resume's first page announces its gap in `reconnected` instead.)
+  if (!c->on_replay && first_held > c->last_sent + 1) return cut(c);
   if (c->on_replay) {
     replay_info info;
     info.last_event_id = c->last_sent;
@@ -129,6 +129,11 @@ void subscriber_cursors::on_log_page(const cursor_ptr& c, std::int64_t log_oldes
   c->sub->deliver(make_frame_batch(std::move(frames)));
   // The next page once this one is taken: a lagging subscriber holds at most a page.
   after_drained(c);
+}
+
+void subscriber_cursors::cut(const cursor_ptr& c) {
+  remove(c->sub.get());
+  c->sub->close(subscriber::close_reason::broken);
 }
 
 void subscriber_cursors::after_drained(const cursor_ptr& c) {

@@ -84,6 +84,8 @@ class subscriber_cursors {
   void on_log_page(const cursor_ptr& c, std::int64_t log_oldest, std::vector<frame_ptr> frames);
   // catch_up(c) once what `c` was handed so far is taken.
   void after_drained(const cursor_ptr& c);
+  // Ends `c`'s stream: its sequence cannot go on (close_reason::broken).
+  void cut(const cursor_ptr& c);
   bool ring_holds_all_after(std::int64_t after_id) const;
 
   source& source_;

@@ -560,7 +560,10 @@ class slow_reader final : public subscriber {
     if (held_.empty()) return drained();
     drained_ = std::move(drained);
   }
-  void close(close_reason) override { closed = true; }
+  void close(close_reason why) override {
+    closed = true;
+    reason = why;
+  }
   // Takes what is held, like a socket write completing; true when the channel was waiting.
   bool take() {
     ids.insert(ids.end(), held_.begin(), held_.end());
@@ -573,6 +576,7 @@ class slow_reader final : public subscriber {
   std::vector<std::int64_t> ids;
   std::size_t max_held = 0;
   bool closed = false;
+  close_reason reason = close_reason::draining;
 
  private:
   std::vector<std::int64_t> held_;
@@ -631,4 +635,47 @@ TEST_CASE("session_channel: a lagging subscriber that leaves stops its catch-up"
   CHECK(log_reads_of(fx.db) == reads);
   CHECK(slow->ids == range(1, 8));
   CHECK(fx.channel->subscriber_count() == 0);
+}
+
+TEST_CASE("session_channel: a lagging subscriber whose unsent events retention removed is cut, never left to skip them") {
+  fixture fx({.ring_size = 8, .replay_page = 16, .subscriber_backlog = 32, .retention = 50});
+  auto slow = std::make_shared<slow_reader>();
+  fx.on_strand([&] { fx.channel->subscribe(slow, 0); });
+  fx.run();
+  fx.on_strand([&] {
+    for (int i = 0; i < 500; ++i) fx.channel->publish("run-1", agw::core::event_type::token, token(i + 1));
+  });
+  fx.run();
+  // The log now holds only the newest 50: once the slow one drains, its next page would jump.
+  int pages = 0;
+  while (slow->take()) {
+    fx.run();
+    REQUIRE(++pages < 100);
+  }
+  REQUIRE(slow->closed);
+  CHECK(slow->reason == subscriber::close_reason::broken);
+  CHECK(strictly_increasing(slow->ids));
+  CHECK(slow->ids == range(1, static_cast<std::int64_t>(slow->ids.size())));  // what it got has no hole
+  CHECK(fx.channel->subscriber_count() == 0);
+  // Its resume is told: gap, and the oldest id still held.
+  std::optional<replay_info> info;
+  auto again = fx.subscribe(slow->ids.empty() ? 0 : slow->ids.back(), &info);
+  fx.run();
+  REQUIRE(info);
+  CHECK(info->gap);
+  CHECK(info->oldest_event_id == 451);
+  CHECK(again->ids == range(451, 500));
+}
+
+TEST_CASE("session_channel: a subscriber whose catch-up cannot read the log is cut as broken") {
+  fixture fx({.ring_size = 4});
+  fx.publish_one_by_one(20);
+  fx.db.fail_reads = true;
+  auto slow = std::make_shared<slow_reader>();
+  fx.on_strand([&] { fx.channel->subscribe(slow, 0); });
+  fx.run();
+  CHECK(slow->closed);
+  CHECK(slow->reason == subscriber::close_reason::broken);
+  CHECK(fx.channel->subscriber_count() == 0);
+  fx.db.fail_reads = false;
 }

@@ -313,6 +313,21 @@ TEST_CASE("sse_stream: close(draining) is ignored by a stream that ends with its
     CHECK(h.ends[0].why == sse_end_reason::closed);
     CHECK_FALSE(h.ends[0].reusable);
   }
+  SUBCASE("broken (its sequence cannot go on) ends a run's stream too, cleanly") {
+    auto opts = options_with();
+    opts.until_run = "r1";
+    harness h(opts);
+    h.start();
+    h.io.poll();
+    h.fresh();
+    h.stream->deliver(batch({token(1)}));
+    h.stream->close(subscriber::close_reason::broken);
+    h.io.poll();
+    CHECK(h.fresh() == chunk(text({token(1)})) + std::string(last_chunk));
+    REQUIRE(h.ends.size() == 1);
+    CHECK(h.ends[0].why == sse_end_reason::closed);
+    CHECK_FALSE(h.ends[0].reusable);
+  }
 }
 
 // Runs the io_context until `done()` or `limit` passes; true when done() held in time.

@@ -146,3 +146,20 @@ TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and 
   CHECK_FALSE(fx.tails.oldest_claim());
   CHECK(fx.tails.size(sid) == 0);
 }
+
+TEST_CASE("sqlite_event_writer: a refused age segment is tried again after another age, not in a loop") {
+  fixture fx({.segment_frames = 64, .segment_age = 100ms});
+  fx.append({token(1)});
+  // The session's rows go (a DELETE) before its channel tells the writer to forget it:
+  // every segment of its tail is refused by the foreign key.
+  fx.reader->delete_session(sid);
+  const auto before = fx.store.batches_committed();
+  fx.io.restart();
+  fx.io.run_for(300ms);
+  const auto attempts = fx.store.batches_committed() - before;
+  MESSAGE("segment attempts in 300 ms: " << attempts);
+  CHECK(attempts >= 1);
+  CHECK(attempts <= 8);
+  fx.writer.forget(sid);
+  CHECK_FALSE(fx.tails.oldest_claim());
+}
