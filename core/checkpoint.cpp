@@ -83,9 +83,12 @@ conversation_state parse_checkpoint(std::string_view text, const std::string& se
   }
   if (auto* r = root.if_contains("run"); r && r->is_object()) {
     const auto& o = r->as_object();
-    state.run = checkpoint_run{std::string(o.at("id").as_string()), std::string(o.at("state").as_string()),
-                               std::string(o.at("user_message_id").as_string()), o.at("started_at_ms").to_number<std::int64_t>(),
-                               opt_int(o, "ended_at_ms"), opt_int(o, "events_before").value_or(0),
+    state.run = checkpoint_run{std::string(o.at("id").as_string()),
+                               std::string(o.at("state").as_string()),
+                               std::string(o.at("user_message_id").as_string()),
+                               o.at("started_at_ms").to_number<std::int64_t>(),
+                               opt_int(o, "ended_at_ms"),
+                               opt_int(o, "events_before").value_or(0),
                                opt_string(o, "callback_url")};
   }
   return state;

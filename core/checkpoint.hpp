@@ -17,7 +17,7 @@ struct checkpoint_run {
   std::string user_message_id;
   std::int64_t started_at_ms = 0;
   std::optional<std::int64_t> ended_at_ms;
-  std::int64_t events_before = 0;  // the session's last event id when the run began
+  std::int64_t events_before = 0;           // the session's last event id when the run began
   std::optional<std::string> callback_url;  // where the run's end is reported (kept so a crash still reports it)
 };
 

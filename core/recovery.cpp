@@ -1,7 +1,7 @@
 #include "core/recovery.hpp"
 
-#include <boost/json/parse.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json/parse.hpp>
 
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"

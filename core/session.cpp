@@ -28,14 +28,13 @@ boost::json::object to_json(const session_record& s, const std::optional<run_sum
   out["message_count"] = s.message_count;
   out["last_event_id"] = s.last_event_id;
   if (run)
-    out["run"] = boost::json::object{{"id", run->id}, {"state", "running"}, {"started_at", format_rfc3339_ms(run->started_at_ms)}};
+    out["run"] =
+        boost::json::object{{"id", run->id}, {"state", "running"}, {"started_at", format_rfc3339_ms(run->started_at_ms)}};
   else
     out["run"] = nullptr;
   return out;
 }
 
-bool is_session_status(std::string_view status) {
-  return status == "active" || status == "inactive" || status == "error";
-}
+bool is_session_status(std::string_view status) { return status == "active" || status == "inactive" || status == "error"; }
 
 }  // namespace agw::core

@@ -11,7 +11,10 @@ session_hub::session_hub(io_executor executor, store_executor& store, event_log_
     : executor_(std::move(executor)),
       store_(store),
       stats_(stats),
-      services_{store, log, stats}, config_(config), tools_(tools), providers_(builtin_provider_registry()) {}
+      services_{store, log, stats},
+      config_(config),
+      tools_(tools),
+      providers_(builtin_provider_registry()) {}
 
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
   std::lock_guard lock(mutex_);

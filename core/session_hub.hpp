@@ -13,10 +13,10 @@
 
 #include "core/agents/agent.hpp"
 #include "core/agents/provider_registry.hpp"
-#include "core/storage/event_log_writer.hpp"
 #include "core/metrics.hpp"
 #include "core/runs/session_channel.hpp"
 #include "core/settings.hpp"
+#include "core/storage/event_log_writer.hpp"
 #include "core/store_executor.hpp"
 #include "core/tools/tool_runner.hpp"
 
@@ -24,8 +24,8 @@ namespace agw::core {
 
 class session_hub {
  public:
-  session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats,
-              const settings& config, tool_runner& tools);
+  session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats, const settings& config,
+              tool_runner& tools);
 
   using live_view = session_channel::snapshot_view;
 

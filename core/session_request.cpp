@@ -130,14 +130,19 @@ session_filter parse_session_filter(const query_params& params) {
   reject_duplicate_keys(params);
   session_filter f;
   for (const auto& [key, value] : params) {
-    if (key == "limit") f.limit = parse_limit(value, 500);
-    else if (key == "offset") f.offset = parse_offset(value);
+    if (key == "limit")
+      f.limit = parse_limit(value, 500);
+    else if (key == "offset")
+      f.offset = parse_offset(value);
     else if (key == "status") {
       if (!is_session_status(value)) bad("status must be active, inactive or error");
       f.status = value;
-    } else if (key.starts_with("metadata.") && key.size() > 9) f.metadata.emplace_back(key.substr(9), value);
-    else if (key.starts_with("scopes.") && key.size() > 7) f.scopes.emplace_back(key.substr(7), value);
-    else bad("unknown query parameter '" + key + "'");
+    } else if (key.starts_with("metadata.") && key.size() > 9)
+      f.metadata.emplace_back(key.substr(9), value);
+    else if (key.starts_with("scopes.") && key.size() > 7)
+      f.scopes.emplace_back(key.substr(7), value);
+    else
+      bad("unknown query parameter '" + key + "'");
   }
   return f;
 }

@@ -27,8 +27,9 @@ struct settings {
   std::chrono::milliseconds sse_retry_interval{3000};
   std::chrono::duration<double> sse_heartbeat_interval{15.0};
   std::size_t sse_buffer_size = 100;
-  std::size_t sse_subscriber_queue = 8192;  // frames queued per subscriber before it catches up page by page instead (pointers only)
-  std::size_t event_retention = 0;          // events kept per session in the log; 0 = all
+  std::size_t sse_subscriber_queue =
+      8192;                         // frames queued per subscriber before it catches up page by page instead (pointers only)
+  std::size_t event_retention = 0;  // events kept per session in the log; 0 = all
   // The longest a committed event stays in the shared journal before its session's tail is
   // written as a segment (docs/streaming.md, "The event log"). Not a flag: a tuning constant.
   std::chrono::milliseconds event_segment_age{2000};
@@ -44,14 +45,13 @@ struct settings {
   // Host names or CIDRs (e.g. "hooks.internal", "10.1.0.0/16") allowed even when private.
   std::vector<std::string> webhook_allowlist;
   std::vector<std::chrono::duration<double>> webhook_retry_schedule{
-      std::chrono::duration<double>(5), std::chrono::duration<double>(300),
-      std::chrono::duration<double>(1800), std::chrono::duration<double>(7200),
-      std::chrono::duration<double>(18000), std::chrono::duration<double>(36000),
+      std::chrono::duration<double>(5),    std::chrono::duration<double>(300),   std::chrono::duration<double>(1800),
+      std::chrono::duration<double>(7200), std::chrono::duration<double>(18000), std::chrono::duration<double>(36000),
       std::chrono::duration<double>(36000)};
-  std::chrono::duration<double> webhook_connect_timeout{5.0};   // resolve + connect + TLS handshake
-  std::chrono::duration<double> webhook_timeout{10.0};          // send the request and read the response header
-  std::size_t webhook_concurrency = 16;                          // deliveries in flight at once
-  std::string webhook_ca_file;                                   // extra CA bundle for https callbacks (default: system)
+  std::chrono::duration<double> webhook_connect_timeout{5.0};  // resolve + connect + TLS handshake
+  std::chrono::duration<double> webhook_timeout{10.0};         // send the request and read the response header
+  std::size_t webhook_concurrency = 16;                        // deliveries in flight at once
+  std::string webhook_ca_file;                                 // extra CA bundle for https callbacks (default: system)
   std::chrono::duration<double> drain_timeout{30.0};
 
   std::string openai_base_url = "https://api.openai.com/v1";

@@ -1,13 +1,13 @@
 #include "core/settings_parser.hpp"
 
 #include <charconv>
-#include <set>
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <string_view>
 
-#include "core/webhooks/webhook_secret.hpp"
 #include "core/webhooks/address_policy.hpp"
+#include "core/webhooks/webhook_secret.hpp"
 
 namespace agw::core {
 namespace {
@@ -53,8 +53,7 @@ option integer_option(std::string name, std::string help, T settings::*member, T
           }};
 }
 
-option seconds_option(std::string name, std::string help, std::chrono::duration<double> settings::*member,
-                      double min_seconds) {
+option seconds_option(std::string name, std::string help, std::chrono::duration<double> settings::*member, double min_seconds) {
   return {name, std::move(help), [member, min_seconds](settings& s, std::string_view v) -> std::string {
             auto n = parse_seconds(v);
             if (!n || *n < min_seconds || *n > 86400.0 * 7)
@@ -117,13 +116,16 @@ const std::vector<option>& options() {
                    return "";
                  }});
     t.push_back(integer_option<std::uint16_t>("port", "TCP port; 0 picks a free one (default 8080)", &settings::port, 0, 65535));
-    t.push_back({"db-path", "SQLite database file (default ./data/gateway.db)", [](settings& s, std::string_view v) -> std::string {
-                   if (v.empty()) return "must not be empty";
-                   s.db_path = std::string(v);
-                   return "";
-                 }});
-    t.push_back(integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
-    t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)", [](settings& s, std::string_view v) -> std::string {
+    t.push_back(
+        {"db-path", "SQLite database file (default ./data/gateway.db)", [](settings& s, std::string_view v) -> std::string {
+           if (v.empty()) return "must not be empty";
+           s.db_path = std::string(v);
+           return "";
+         }});
+    t.push_back(
+        integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
+    t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)",
+                 [](settings& s, std::string_view v) -> std::string {
                    for (auto level : {"trace", "debug", "info", "warn", "error", "critical", "off"})
                      if (v == level) {
                        s.log_level = std::string(v);
@@ -132,23 +134,30 @@ const std::vector<option>& options() {
                    return "must be one of trace, debug, info, warn, error, critical, off";
                  }});
     t.push_back({"log-format", "text|json (JSON lines) (default text)", [](settings& s, std::string_view v) -> std::string {
-                   if (v == "text") s.log_format_kind = log_format::text;
-                   else if (v == "json") s.log_format_kind = log_format::json;
-                   else return "must be text or json";
+                   if (v == "text")
+                     s.log_format_kind = log_format::text;
+                   else if (v == "json")
+                     s.log_format_kind = log_format::json;
+                   else
+                     return "must be text or json";
                    return "";
                  }});
-    t.push_back({"sse-retry-interval", "retry: hint sent to SSE clients, ms (default 3000)", [](settings& s, std::string_view v) -> std::string {
+    t.push_back({"sse-retry-interval", "retry: hint sent to SSE clients, ms (default 3000)",
+                 [](settings& s, std::string_view v) -> std::string {
                    auto n = parse_integer<long long>(v);
                    if (!n || *n < 0 || *n > 3'600'000) return "must be an integer number of milliseconds from 0 to 3600000";
                    s.sse_retry_interval = std::chrono::milliseconds(*n);
                    return "";
                  }});
-    t.push_back(seconds_option("sse-heartbeat-interval", "seconds between heartbeats on an idle stream, fractional allowed (default 15)",
+    t.push_back(seconds_option("sse-heartbeat-interval",
+                               "seconds between heartbeats on an idle stream, fractional allowed (default 15)",
                                &settings::sse_heartbeat_interval, 0.01));
     t.push_back(integer_option<std::size_t>("sse-buffer-size", "events held per session in the in-memory ring (default 100)",
                                             &settings::sse_buffer_size, 1, 1'000'000));
-    t.push_back(integer_option<std::size_t>("sse-subscriber-queue", "frames queued per SSE subscriber before it catches up from memory or the log instead (default 8192)",
-                                            &settings::sse_subscriber_queue, 1, 1'000'000));
+    t.push_back(integer_option<std::size_t>(
+        "sse-subscriber-queue",
+        "frames queued per SSE subscriber before it catches up from memory or the log instead (default 8192)",
+        &settings::sse_subscriber_queue, 1, 1'000'000));
     t.push_back(integer_option<std::size_t>("event-retention", "events kept per session in the durable log, 0 = all (default 0)",
                                             &settings::event_retention, 0, std::size_t{1} << 40));
     t.push_back(integer_option<std::size_t>("max-body-bytes", "largest request body accepted (default 1048576)",
@@ -157,7 +166,8 @@ const std::vector<option>& options() {
                                             &settings::max_header_bytes, 1024, 1024 * 1024));
     t.push_back(seconds_option("header-timeout", "seconds a client has to send a request's header and body (default 10)",
                                &settings::header_timeout, 0.01));
-    t.push_back(seconds_option("idle-timeout", "seconds an idle keep-alive connection is kept (default 60)", &settings::idle_timeout, 0.01));
+    t.push_back(seconds_option("idle-timeout", "seconds an idle keep-alive connection is kept (default 60)",
+                               &settings::idle_timeout, 0.01));
     t.push_back(seconds_option("write-timeout", "seconds one write to a client may take before it is dropped (default 30)",
                                &settings::write_timeout, 0.01));
     t.push_back({"webhook-secret", "whsec_<base64> signing secret for callbacks (default: unsigned)",
@@ -172,16 +182,20 @@ const std::vector<option>& options() {
                  }});
     t.push_back({"webhook-allow-private", "1 allows loopback/private callback targets (default 0)",
                  [](settings& s, std::string_view v) -> std::string {
-                   if (v == "1" || v == "true") s.webhook_allow_private = true;
-                   else if (v == "0" || v == "false") s.webhook_allow_private = false;
-                   else return "must be 0 or 1";
+                   if (v == "1" || v == "true")
+                     s.webhook_allow_private = true;
+                   else if (v == "0" || v == "false")
+                     s.webhook_allow_private = false;
+                   else
+                     return "must be 0 or 1";
                    return "";
                  }});
-    t.push_back({"webhook-retry-schedule", "comma-separated seconds before each retry (default 5,300,1800,7200,18000,36000,36000)",
-                 parse_schedule});
-    t.push_back({"webhook-allowlist", "comma-separated hosts or CIDRs allowed as callback targets even when private (default none)",
-                 parse_allowlist});
-    t.push_back(seconds_option("webhook-connect-timeout", "seconds to resolve, connect and handshake with a callback target (default 5)",
+    t.push_back({"webhook-retry-schedule",
+                 "comma-separated seconds before each retry (default 5,300,1800,7200,18000,36000,36000)", parse_schedule});
+    t.push_back({"webhook-allowlist",
+                 "comma-separated hosts or CIDRs allowed as callback targets even when private (default none)", parse_allowlist});
+    t.push_back(seconds_option("webhook-connect-timeout",
+                               "seconds to resolve, connect and handshake with a callback target (default 5)",
                                &settings::webhook_connect_timeout, 0.01));
     t.push_back(seconds_option("webhook-timeout", "seconds a callback target has to answer once connected (default 10)",
                                &settings::webhook_timeout, 0.01));
@@ -197,7 +211,8 @@ const std::vector<option>& options() {
                    return "";
                  }});
     t.push_back(string_option("openai-api-key", "API key for the openai provider", &settings::openai_api_key));
-    t.push_back(string_option("openai-model", "default model for the openai provider (default gpt-4o-mini)", &settings::openai_model));
+    t.push_back(
+        string_option("openai-model", "default model for the openai provider (default gpt-4o-mini)", &settings::openai_model));
     t.push_back(seconds_option("tool-timeout", "seconds a tool call may run (default 10)", &settings::tool_timeout, 0.001));
     return t;
   }();
@@ -235,9 +250,12 @@ std::string apply_environment(settings& config, const name_set& flagged, const e
 // Takes a leading command word (serve, rebuild), moving `next` past it; the error, or "".
 std::string take_command(const std::vector<std::string>& args, command_line& out, std::size_t& next) {
   if (args.empty() || args[0].starts_with("-")) return "";
-  if (args[0] == "serve") out.cmd = command::serve;
-  else if (args[0] == "rebuild") out.cmd = command::rebuild;
-  else return "unknown command '" + args[0] + "' (commands: serve, rebuild)";
+  if (args[0] == "serve")
+    out.cmd = command::serve;
+  else if (args[0] == "rebuild")
+    out.cmd = command::rebuild;
+  else
+    return "unknown command '" + args[0] + "' (commands: serve, rebuild)";
   next = 1;
   return "";
 }

@@ -16,7 +16,7 @@ struct command_line {
   command cmd = command::serve;
   settings config;
   std::optional<std::string> rebuild_session;  // `rebuild --session ID`
-  bool rebuild_all = false;                     // `rebuild --all`
+  bool rebuild_all = false;                    // `rebuild --all`
 };
 
 struct parse_result {

@@ -12,11 +12,11 @@
 // Thread-safety: async_write/async_read may be called from any thread. Both
 // queues are bounded; a job offered to a full queue fails at once with
 // store_busy (the API answers 503) and is counted in rejected().
-#include <boost/asio/async_result.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/prefer.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -118,7 +118,8 @@ class store_executor {
       std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
     };
     // A tracked executor keeps the caller's io_context running until the completion is posted.
-    auto work = boost::asio::prefer(boost::asio::get_associated_executor(handler), boost::asio::execution::outstanding_work.tracked);
+    auto work =
+        boost::asio::prefer(boost::asio::get_associated_executor(handler), boost::asio::execution::outstanding_work.tracked);
     auto s = std::make_shared<state>(state{std::move(f), std::move(handler), std::nullopt});
     job j{[s](store_connection& c) {
             if constexpr (std::is_void_v<R>) {

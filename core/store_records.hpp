@@ -69,8 +69,8 @@ struct webhook_delivery_record {
   std::string session_id;
   std::string run_id;
   std::string url;
-  std::string payload;  // the exact JSON body sent
-  std::string status = "pending";  // pending | delivered | failed
+  std::string payload;              // the exact JSON body sent
+  std::string status = "pending";   // pending | delivered | failed
   std::int64_t round_attempts = 0;  // attempts since it was (re)queued: the retry schedule's position
   std::optional<std::int64_t> next_attempt_at_ms;
   std::int64_t created_at_ms = 0;

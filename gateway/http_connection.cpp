@@ -1,15 +1,15 @@
 #include "gateway/http_connection.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/url/parse.hpp>
-#include <spdlog/spdlog.h>
 
 #include "gateway/app_context.hpp"
 #include "gateway/json_response.hpp"
@@ -110,14 +110,15 @@ awaitable<bool> read_request_header(beast::tcp_stream& stream, app_context& app,
   auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
   if (ec == http::error::header_limit || ec == http::error::body_limit) {
     // Beast checks a declared Content-Length against the body limit while reading the header.
-    auto op = refuse(stream, app, core::error_code::payload_too_large,
-                     ec == http::error::header_limit ? std::string("request header too large")
-                                                     : body_too_large(app.config.max_body_bytes),
-                     11);
+    auto op = refuse(
+        stream, app, core::error_code::payload_too_large,
+        ec == http::error::header_limit ? std::string("request header too large") : body_too_large(app.config.max_body_bytes),
+        11);
     co_await std::move(op);
     co_return false;
   }
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::connection_reset ||
+      ec == net::error::eof)
     co_return false;
   if (ec) {
     // A malformed request is answered once, then the connection closes; socket errors just close.
@@ -177,8 +178,7 @@ awaitable<bool> read_request_body(beast::tcp_stream& stream, app_context& app, b
 }
 
 // Reads one whole request into parser; false: the connection closes. (References: as for refuse.)
-awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer,
-                             request_parser& parser) {
+awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer, request_parser& parser) {
   const bool has_header = co_await read_request_header(stream, app, buffer, parser);
   if (!has_header) co_return false;
   app.stats.http_requests++;
@@ -206,8 +206,10 @@ awaitable<bool> write_response(beast::tcp_stream& stream, app_context& app, cons
   const bool keep_alive = req.keep_alive() && !app.draining;
   res.keep_alive(keep_alive);
   const auto status = res.result_int();
-  if (status >= 500) app.stats.http_responses_5xx++;
-  else if (status >= 400) app.stats.http_responses_4xx++;
+  if (status >= 500)
+    app.stats.http_responses_5xx++;
+  else if (status >= 400)
+    app.stats.http_responses_4xx++;
   stream.expires_after(to_duration(app.config.write_timeout));
   auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
   co_return !wec && keep_alive;

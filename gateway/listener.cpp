@@ -1,11 +1,11 @@
 #include "gateway/listener.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "gateway/app_context.hpp"
 #include "gateway/http_connection.hpp"

@@ -1,26 +1,27 @@
 // agent-gateway: parse configuration, open storage, serve (or rebuild) — nothing else.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "core/clock.hpp"
 #include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
 #include "gateway/server.hpp"
 #include "persistence/migrations.hpp"
+#include "persistence/projection_rebuild.hpp"
 #include "persistence/sqlite_backend.hpp"
 #include "persistence/sqlite_store.hpp"
-#include "persistence/projection_rebuild.hpp"
 
 namespace {
 
 void configure_logging(const agw::core::settings& config) {
   auto logger = spdlog::stderr_color_mt("gateway");
   if (config.log_format_kind == agw::core::log_format::json)
-    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","thread":%t,"message":"%v"})", spdlog::pattern_time_type::utc);
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","thread":%t,"message":"%v"})",
+                        spdlog::pattern_time_type::utc);
   else
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
   logger->set_level(spdlog::level::from_str(config.log_level));
@@ -69,8 +70,9 @@ int main(int argc, char** argv) {
       const auto folded = agw::persistence::prepare_database(first);
       auto report = agw::core::recover_at_startup(first, clock);
       if (report.runs_interrupted || report.projections_rebuilt || folded)
-        spdlog::warn("start-up repair: {} journal rows folded, {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
-                     folded, report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
+        spdlog::warn(
+            "start-up repair: {} journal rows folded, {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+            folded, report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
     agw::persistence::sqlite_backend storage(config.db_path, {.segment_age = config.event_segment_age});
     agw::gateway::server server(config, storage.backend(), clock);

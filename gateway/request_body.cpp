@@ -12,8 +12,7 @@ namespace {
 
 void require_json_media_type(const request& req) {
   auto it = req.find(http::field::content_type);
-  if (it == req.end())
-    throw core::api_error(core::error_code::unsupported_media_type, "Content-Type must be application/json");
+  if (it == req.end()) throw core::api_error(core::error_code::unsupported_media_type, "Content-Type must be application/json");
   std::string_view value = it->value();
   auto semicolon = value.find(';');
   std::string media(value.substr(0, semicolon));

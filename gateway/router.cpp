@@ -22,12 +22,15 @@ std::vector<std::string> split_pattern(std::string_view pattern) {
   return out;
 }
 
-bool matches(const std::vector<std::string>& pattern, const std::vector<std::string>& segments, std::vector<std::string>& params) {
+bool matches(const std::vector<std::string>& pattern, const std::vector<std::string>& segments,
+             std::vector<std::string>& params) {
   if (pattern.size() != segments.size()) return false;
   params.clear();
   for (std::size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == "{}") params.push_back(segments[i]);
-    else if (pattern[i] != segments[i]) return false;
+    if (pattern[i] == "{}")
+      params.push_back(segments[i]);
+    else if (pattern[i] != segments[i])
+      return false;
   }
   return true;
 }
@@ -75,10 +78,12 @@ awaitable<handler_result> router::dispatch(request_context& ctx, const std::vect
   } catch (const core::store_busy& e) {
     co_return error_response({core::error_code::unavailable, "storage is overloaded, retry later"}, version);
   } catch (const core::store_error& e) {
-    spdlog::error("storage error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()), e.what());
+    spdlog::error("storage error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()),
+                  e.what());
     co_return error_response({core::error_code::unavailable, "storage is unavailable"}, version);
   } catch (const std::exception& e) {
-    spdlog::error("internal error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()), e.what());
+    spdlog::error("internal error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()),
+                  e.what());
     co_return error_response({core::error_code::internal, "internal error"}, version);
   }
 }

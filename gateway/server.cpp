@@ -1,8 +1,8 @@
 #include "gateway/server.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/ip/address.hpp>
 #include <cstdio>
-#include <spdlog/spdlog.h>
 
 #include "core/thread_name.hpp"
 
@@ -77,8 +77,8 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
 
 void server::finish_drain() {
   // Live runs get until the deadline; then the io loop stops and main flushes storage.
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.drain_timeout);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.drain_timeout);
   auto poll = std::make_shared<net::steady_timer>(ioc_);
   auto check = std::make_shared<std::function<void()>>();
   *check = [this, poll, check, deadline] {

@@ -44,7 +44,7 @@ namespace agw::gateway {
 struct sse_stream_options {
   std::chrono::steady_clock::duration heartbeat;
   std::chrono::steady_clock::duration write_timeout;
-  std::int64_t after_id = 0;              // frames with ids up to this are skipped
+  std::int64_t after_id = 0;             // frames with ids up to this are skipped
   std::optional<std::string> until_run;  // end after this run's done
   std::optional<std::int64_t> until_id;  // end once this id was sent (a replay with no live run)
 };
@@ -101,15 +101,15 @@ class basic_sse_stream final : public core::subscriber, public std::enable_share
   std::atomic<std::size_t> queued_{0};
   std::function<void()> drained_;  // the channel waits for the queue to be written
   std::int64_t last_sent_;
-  std::chrono::steady_clock::time_point last_write_;      // end of the last write (heartbeats count)
+  std::chrono::steady_clock::time_point last_write_;  // end of the last write (heartbeats count)
   std::chrono::steady_clock::time_point write_started_;
   std::size_t frames_in_write_ = 0;
   bool started_ = false;
   bool chunked_ = true;
   bool writing_ = false;
-  bool closed_ = false;        // told to end once the queue is written
-  bool stalled_ = false;       // a write made no progress for the write timeout
-  bool reached_end_ = false;   // the write in flight ends the response
+  bool closed_ = false;       // told to end once the queue is written
+  bool stalled_ = false;      // a write made no progress for the write timeout
+  bool reached_end_ = false;  // the write in flight ends the response
   bool finished_ = false;
 };
 

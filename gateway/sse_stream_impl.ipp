@@ -19,7 +19,7 @@ inline constexpr char last_chunk[] = "0\r\n\r\n";
 // (its writes never block), so it is closed instead.
 template <class Stream>
 void cancel_write(Stream& stream) {
-  if constexpr (requires(boost::system::error_code& ec) { stream.cancel(ec); }) {
+  if constexpr (requires(boost::system::error_code & ec) { stream.cancel(ec); }) {
     boost::system::error_code ignored;
     stream.cancel(ignored);
   } else {
@@ -133,7 +133,8 @@ void basic_sse_stream<Stream>::write_more() {
         ++frames_in_write_;
       }
       pieces_.push_back(net::buffer(f->sse));
-      if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run) reached_end_ = true;
+      if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run)
+        reached_end_ = true;
     }
     // The usual case: the batch's joined text, one buffer instead of one per frame.
     if (whole && pieces_.size() > first_piece + 1) {
@@ -150,7 +151,8 @@ void basic_sse_stream<Stream>::write_more() {
   for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
   if (chunked_ && body > 0) {
     const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", body);
-    pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from), net::buffer(chunk_size_, static_cast<std::size_t>(n)));
+    pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from),
+                   net::buffer(chunk_size_, static_cast<std::size_t>(n)));
     pieces_.push_back(net::buffer(sse_detail::crlf, 2));
   }
   // The last chunk ends the response cleanly; the connection may then be reused.
@@ -163,9 +165,8 @@ void basic_sse_stream<Stream>::write_more() {
   write_started_ = std::chrono::steady_clock::now();
   // Rare: a write timeout shorter than the heartbeat needs an earlier check.
   if (timer_.expiry() > write_started_ + opts_.write_timeout) arm_timer(write_started_ + opts_.write_timeout);
-  net::async_write(*socket_, pieces_, [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-    self->on_written(ec);
-  });
+  net::async_write(*socket_, pieces_,
+                   [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); });
 }
 
 template <class Stream>

@@ -118,8 +118,8 @@ void sqlite_event_writer::write_journal(core::store_connection& c, taken_batch& 
   for (std::size_t i = 0; i < taken.requests.size(); ++i) {
     const auto& r = taken.requests[i];
     if (r.as_segment) continue;
-    records.push_back({r.b.session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events),
-                       core::now_ms()});
+    records.push_back(
+        {r.b.session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), core::now_ms()});
     journaled.push_back(i);
   }
   if (records.empty()) return;
@@ -184,9 +184,12 @@ void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
     tails_.add(id, r.b.events);
     if (was_empty) arm_timer(id, s);
   }
-  if (s.waiting) dispatch(id, s);
-  else if (tails_.size(id) == 0) sessions_.erase(it);  // nothing journal-only: it costs nothing here
-  else if (s.segment_due) enqueue_tail_segment(id, s);
+  if (s.waiting)
+    dispatch(id, s);
+  else if (tails_.size(id) == 0)
+    sessions_.erase(it);  // nothing journal-only: it costs nothing here
+  else if (s.segment_due)
+    enqueue_tail_segment(id, s);
 }
 
 void sqlite_event_writer::arm_timer(const std::string& session_id, session_state& s) {
@@ -218,8 +221,10 @@ void sqlite_event_writer::forget(std::string_view session_id) {
   tails_.forget(session_id);
   auto it = sessions_.find(std::string(session_id));
   if (it == sessions_.end()) return;
-  if (it->second.in_flight) it->second.forgotten = true;
-  else sessions_.erase(it);
+  if (it->second.in_flight)
+    it->second.forgotten = true;
+  else
+    sessions_.erase(it);
 }
 
 }  // namespace agw::persistence

@@ -53,23 +53,23 @@ class sqlite_event_writer final : public core::event_log_writer {
  private:
   // One batch on its way to the writer thread, with where it goes.
   struct request {
-    batch b;                             // b.events may be empty: a segment of the tail only
+    batch b;  // b.events may be empty: a segment of the tail only
     bool as_segment = false;
-    std::vector<core::frame_ptr> tail;   // segments: the journaled events written with it
+    std::vector<core::frame_ptr> tail;  // segments: the journaled events written with it
   };
   // Per session with a tail or a batch in flight.
   struct session_state {
-    bool in_flight = false;      // one request at a time per session, so tails and claims stay exact
-    std::optional<batch> waiting;  // the channel's next batch, behind a tail segment in flight
-    bool segment_due = false;    // the tail is old enough: write it as a segment next
-    std::size_t retention = 0;   // as its last batch said
+    bool in_flight = false;                 // one request at a time per session, so tails and claims stay exact
+    std::optional<batch> waiting;           // the channel's next batch, behind a tail segment in flight
+    bool segment_due = false;               // the tail is old enough: write it as a segment next
+    std::size_t retention = 0;              // as its last batch said
     boost::asio::any_io_executor executor;  // its channel's strand
     std::uint64_t timer_generation = 0;     // a timer armed earlier than this one is stale
     bool forgotten = false;                 // deleted while a request was in flight
   };
 
-  void dispatch(const std::string& session_id, session_state& s);  // mutex_ held
-  void enqueue(request r);  // mutex_ held
+  void dispatch(const std::string& session_id, session_state& s);              // mutex_ held
+  void enqueue(request r);                                                     // mutex_ held
   void enqueue_tail_segment(const std::string& session_id, session_state& s);  // mutex_ held
   // The requests one store job took, and each one's outcome.
   struct taken_batch {
@@ -78,9 +78,9 @@ class sqlite_event_writer final : public core::event_log_writer {
     std::vector<std::exception_ptr> errors;
   };
   void submit(boost::asio::any_io_executor completion_executor);
-  void run_job(core::store_connection& c, taken_batch& taken);       // writer thread
+  void run_job(core::store_connection& c, taken_batch& taken);        // writer thread
   void write_journal(core::store_connection& c, taken_batch& taken);  // writer thread
-  void arm_timer(const std::string& session_id, session_state& s);  // mutex_ held
+  void arm_timer(const std::string& session_id, session_state& s);    // mutex_ held
   void on_timer(const std::string& session_id, std::uint64_t generation);
   void completed(request& r, std::exception_ptr error);
   void settle(const request& r, std::exception_ptr error);  // mutex_ held

@@ -4,9 +4,9 @@
 #include "core/events/sse_format.hpp"
 #include "persistence/journal_codec.hpp"
 
+#include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -395,14 +395,18 @@ void sqlite_store::trim_events(std::string_view session_id, std::int64_t keep_fr
   auto newest = db_.prepare("SELECT last_id FROM event_batches WHERE session_id = ? ORDER BY first_id DESC LIMIT 1");
   newest.bind(1, session_id);
   if (newest.step() && newest.int64(0) < keep_from_id)
-    db_.prepare("UPDATE sessions SET last_event_id = max(last_event_id, ?) WHERE id = ?").bind(1, newest.int64(0)).bind(2, session_id).run();
+    db_.prepare("UPDATE sessions SET last_event_id = max(last_event_id, ?) WHERE id = ?")
+        .bind(1, newest.int64(0))
+        .bind(2, session_id)
+        .run();
   db_.prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id < ?").bind(1, session_id).bind(2, keep_from_id).run();
   // The one row the cut goes through keeps only its frames from the cut on: the log then
   // holds exactly what retention keeps, and a resume older than that sees the gap at once.
   std::int64_t first = 0;
   std::string kept;
   {
-    auto straddling = db_.prepare("SELECT first_id, frames FROM event_batches WHERE session_id = ? AND first_id < ? AND last_id >= ?");
+    auto straddling =
+        db_.prepare("SELECT first_id, frames FROM event_batches WHERE session_id = ? AND first_id < ? AND last_id >= ?");
     straddling.bind(1, session_id).bind(2, keep_from_id).bind(3, keep_from_id);
     if (!straddling.step()) return;
     first = straddling.int64(0);
@@ -447,7 +451,8 @@ void sqlite_store::purge_idempotency_keys(std::int64_t older_than_ms) {
 namespace {
 
 // A macro so that queries stay single string literals (the statement cache is keyed by their address).
-#define AGW_DELIVERY_COLUMNS "id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at"
+#define AGW_DELIVERY_COLUMNS \
+  "id, webhook_id, session_id, run_id, url, payload, status, attempt_count, next_attempt_at, created_at"
 
 core::webhook_delivery_record read_delivery(const statement& st) {
   core::webhook_delivery_record d;
@@ -467,8 +472,7 @@ core::webhook_delivery_record read_delivery(const statement& st) {
 }  // namespace
 
 void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& d) {
-  db_.prepare(
-         "INSERT INTO webhook_deliveries (" AGW_DELIVERY_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+  db_.prepare("INSERT INTO webhook_deliveries (" AGW_DELIVERY_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(1, d.id)
       .bind(2, d.webhook_id)
       .bind(3, d.session_id)
@@ -485,9 +489,9 @@ void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& 
 std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries(std::string_view session_id) {
   std::vector<core::webhook_delivery_record> out;
   {
-    auto st = db_.prepare(
-        "SELECT " AGW_DELIVERY_COLUMNS " "
-        "FROM webhook_deliveries WHERE session_id = ? ORDER BY created_at, rowid");
+    auto st = db_.prepare("SELECT " AGW_DELIVERY_COLUMNS
+                          " "
+                          "FROM webhook_deliveries WHERE session_id = ? ORDER BY created_at, rowid");
     st.bind(1, session_id);
     while (st.step()) out.push_back(read_delivery(st));
   }
@@ -506,18 +510,19 @@ std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries
 
 std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery(std::string_view session_id,
                                                                                  std::string_view delivery_id) {
-  auto st = db_.prepare(
-      "SELECT " AGW_DELIVERY_COLUMNS " "
-      "FROM webhook_deliveries WHERE session_id = ? AND id = ?");
+  auto st = db_.prepare("SELECT " AGW_DELIVERY_COLUMNS
+                        " "
+                        "FROM webhook_deliveries WHERE session_id = ? AND id = ?");
   st.bind(1, session_id).bind(2, delivery_id);
   if (!st.step()) return std::nullopt;
   return read_delivery(st);
 }
 
 std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
-  auto st = db_.prepare(
-      "SELECT " AGW_DELIVERY_COLUMNS " "
-      "FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?");
+  auto st =
+      db_.prepare("SELECT " AGW_DELIVERY_COLUMNS
+                  " "
+                  "FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?");
   st.bind(1, now_ms).bind(2, static_cast<std::int64_t>(limit));
   std::vector<core::webhook_delivery_record> out;
   while (st.step()) out.push_back(read_delivery(st));

@@ -17,8 +17,7 @@ namespace agw::persistence {
 class sqlite_store final : public core::store_connection {
  public:
   // Opens the file; the first connection of a process should call migrate() on it.
-  explicit sqlite_store(const std::string& path, const sqlite_database::options& opts = {},
-                        const journal_tails* tails = nullptr);
+  explicit sqlite_store(const std::string& path, const sqlite_database::options& opts = {}, const journal_tails* tails = nullptr);
 
   void begin_batch() override;
   void commit_batch() override;

@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev libspdlog-dev doctest-dev libssl-dev
   libjemalloc-dev pkgconf  # the server's allocator (docs/architecture.md, "Dependencies")
   curl
+  clang-format  # the format check (scripts/check_format.sh, ctest `format`)
   sqlite3  # the CLI: projection tests corrupt rows behind the server's back with it
   openssl  # the CLI: webhook tests make TLS certificates and compute HMACs with it (they fail without it)
   ca-certificates  # the system trust store https callbacks are verified against (docs/webhooks.md, "https")

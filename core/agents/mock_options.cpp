@@ -9,9 +9,12 @@ namespace {
 
 std::int64_t integer_in(const boost::json::value& v, const char* name, std::int64_t min, std::int64_t max) {
   std::int64_t n = 0;
-  if (v.is_int64()) n = v.get_int64();
-  else if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(max)) n = static_cast<std::int64_t>(v.get_uint64());
-  else bad(std::string("config.mock.") + name + " must be an integer");
+  if (v.is_int64())
+    n = v.get_int64();
+  else if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(max))
+    n = static_cast<std::int64_t>(v.get_uint64());
+  else
+    bad(std::string("config.mock.") + name + " must be an integer");
   if (n < min || n > max)
     bad(std::string("config.mock.") + name + " must be from " + std::to_string(min) + " to " + std::to_string(max));
   return n;
@@ -39,7 +42,8 @@ mock_options parse_mock_options(const boost::json::value* mock) {
     for (const auto& call : v->get_array()) {
       if (!call.is_object()) bad("config.mock.tool_calls entries must be objects");
       const auto* name = call.get_object().if_contains("name");
-      if (!name || !name->is_string() || name->get_string().empty()) bad("config.mock.tool_calls[].name must be a non-empty string");
+      if (!name || !name->is_string() || name->get_string().empty())
+        bad("config.mock.tool_calls[].name must be a non-empty string");
       mock_tool_call c{std::string(name->get_string()), {}};
       if (const auto* args = call.get_object().if_contains("args")) {
         if (!args->is_object()) bad("config.mock.tool_calls[].args must be an object");

@@ -14,12 +14,12 @@ struct mock_tool_call {
 };
 
 struct mock_options {
-  std::optional<std::int64_t> tokens;            // emit this many tokens; default echoes the input word by word
-  std::optional<double> tokens_per_second;       // default: as fast as possible
-  std::vector<mock_tool_call> tool_calls;        // called, for real, before the first token
-  std::optional<std::int64_t> fail_after;        // emit an error after this many tokens
-  std::int64_t think_ms = 0;                     // silence before the first token
-  std::vector<std::string> plan;                 // planning event + one step_complete per step
+  std::optional<std::int64_t> tokens;       // emit this many tokens; default echoes the input word by word
+  std::optional<double> tokens_per_second;  // default: as fast as possible
+  std::vector<mock_tool_call> tool_calls;   // called, for real, before the first token
+  std::optional<std::int64_t> fail_after;   // emit an error after this many tokens
+  std::int64_t think_ms = 0;                // silence before the first token
+  std::vector<std::string> plan;            // planning event + one step_complete per step
 };
 
 // Throws api_error(bad_request) naming the offending field.

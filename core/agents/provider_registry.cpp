@@ -63,8 +63,10 @@ const provider* provider_registry::find(std::string_view name) const {
 const provider& provider_registry::select(const boost::json::object& config) const {
   const auto* named = config.if_contains("provider");
   const provider* p = nullptr;
-  if (!named) p = find(default_provider);
-  else if (named->is_string()) p = find(named->get_string());
+  if (!named)
+    p = find(default_provider);
+  else if (named->is_string())
+    p = find(named->get_string());
   if (!p) throw api_error(error_code::bad_request, "config.provider must be " + quoted_choices(providers_));
   return *p;
 }

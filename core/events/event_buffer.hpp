@@ -17,7 +17,7 @@ class event_buffer {
   // The held frames with id > after_id, in order.
   std::vector<frame_ptr> after(std::int64_t after_id) const;
 
-  void clear();  // also frees the slots: an idle session's ring costs nothing
+  void clear();                    // also frees the slots: an idle session's ring costs nothing
   std::int64_t oldest_id() const;  // 0 when empty
   std::int64_t newest_id() const;  // 0 when empty
   std::size_t size() const { return size_; }

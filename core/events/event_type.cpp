@@ -7,9 +7,9 @@ namespace agw::core {
 namespace {
 
 // Indexed by the enum's value.
-constexpr std::array<std::string_view, 14> names{"status",      "token",         "reasoning",  "tool_call", "tool_result",
-                                                 "planning",    "step_complete", "delegation", "usage",     "error",
-                                                 "custom",      "message",       "done",       "reconnected"};
+constexpr std::array<std::string_view, 14> names{"status",   "token",         "reasoning",  "tool_call",  "tool_result",
+                                                 "planning", "step_complete", "delegation", "usage",      "error",
+                                                 "custom",   "message",       "done",       "reconnected"};
 static_assert(names.size() == static_cast<std::size_t>(event_type::reconnected) + 1);
 
 }  // namespace

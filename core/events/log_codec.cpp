@@ -38,9 +38,12 @@ frame_ptr parse_legacy_frame(std::string_view text, std::int64_t fallback_id) {
     const auto nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (line.starts_with("id: ")) std::from_chars(line.data() + 4, line.data() + line.size(), id);
-    else if (line.starts_with("event: ")) type = line.substr(7);
-    else if (line.starts_with("data: ")) data = line.substr(6);
+    if (line.starts_with("id: "))
+      std::from_chars(line.data() + 4, line.data() + line.size(), id);
+    else if (line.starts_with("event: "))
+      type = line.substr(7);
+    else if (line.starts_with("data: "))
+      data = line.substr(6);
   }
   if (data.empty()) malformed("a frame without data");
   return event_from_data(id, type_named(type), data);

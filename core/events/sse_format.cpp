@@ -1,8 +1,8 @@
 #include "core/events/sse_format.hpp"
 
+#include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <boost/json/serializer.hpp>
-#include <algorithm>
 #include <charconv>
 
 namespace agw::core {
@@ -136,7 +136,8 @@ std::string reconnected_frame(std::int64_t last_event_id, std::int64_t replayed,
 }
 
 event_frame make_reconnected_frame(std::int64_t last_event_id, std::int64_t replayed, bool gap, std::int64_t oldest_event_id) {
-  boost::json::object data{{"last_event_id", last_event_id}, {"replayed", replayed}, {"gap", gap}, {"oldest_event_id", oldest_event_id}};
+  boost::json::object data{
+      {"last_event_id", last_event_id}, {"replayed", replayed}, {"gap", gap}, {"oldest_event_id", oldest_event_id}};
   return make_event_frame_with_data(-1, event_type::reconnected, boost::json::serialize(data));
 }
 

@@ -11,8 +11,10 @@ std::variant<http_url, std::string> parse_http_url(std::string_view url, std::st
   if (!parsed) return name + " must be an absolute http or https URL";
   const auto& u = *parsed;
   http_url out;
-  if (u.scheme_id() == boost::urls::scheme::https) out.https = true;
-  else if (u.scheme_id() != boost::urls::scheme::http) return name + " must use http or https";
+  if (u.scheme_id() == boost::urls::scheme::https)
+    out.https = true;
+  else if (u.scheme_id() != boost::urls::scheme::http)
+    return name + " must use http or https";
   if (u.has_userinfo()) return name + " must not carry credentials";
   if (u.has_fragment()) return name + " must not have a fragment";
   switch (u.host_type()) {

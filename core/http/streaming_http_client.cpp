@@ -17,16 +17,26 @@ class streaming_http_category_impl final : public boost::system::error_category 
   const char* name() const noexcept override { return "streaming_http"; }
   std::string message(int value) const override {
     switch (static_cast<streaming_http_errc>(value)) {
-      case streaming_http_errc::bad_url: return "bad URL";
-      case streaming_http_errc::resolve_failed: return "could not resolve the host";
-      case streaming_http_errc::connect_failed: return "could not connect";
-      case streaming_http_errc::tls_failed: return "TLS handshake failed";
-      case streaming_http_errc::connect_timeout: return "connect timed out";
-      case streaming_http_errc::idle_timeout: return "no data within the idle timeout";
-      case streaming_http_errc::cancelled: return "cancelled";
-      case streaming_http_errc::connection_lost: return "connection closed before the response was complete";
-      case streaming_http_errc::protocol_error: return "invalid HTTP response";
-      case streaming_http_errc::misuse: return "operation out of order";
+      case streaming_http_errc::bad_url:
+        return "bad URL";
+      case streaming_http_errc::resolve_failed:
+        return "could not resolve the host";
+      case streaming_http_errc::connect_failed:
+        return "could not connect";
+      case streaming_http_errc::tls_failed:
+        return "TLS handshake failed";
+      case streaming_http_errc::connect_timeout:
+        return "connect timed out";
+      case streaming_http_errc::idle_timeout:
+        return "no data within the idle timeout";
+      case streaming_http_errc::cancelled:
+        return "cancelled";
+      case streaming_http_errc::connection_lost:
+        return "connection closed before the response was complete";
+      case streaming_http_errc::protocol_error:
+        return "invalid HTTP response";
+      case streaming_http_errc::misuse:
+        return "operation out of order";
     }
     return "unknown streaming_http error";
   }

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 namespace agw::core {
 

@@ -69,8 +69,8 @@ class commit_pipeline {
   options opts_;
   owner& owner_;
   std::int64_t committed_id_;
-  std::vector<frame_ptr> pending_;  // pushed, not yet handed to the writer
-  std::size_t in_flight_count_ = 0; // events in the batch being committed
+  std::vector<frame_ptr> pending_;   // pushed, not yet handed to the writer
+  std::size_t in_flight_count_ = 0;  // events in the batch being committed
   bool in_flight_ = false;
   bool unstored_ = false;
   bool closed_ = false;

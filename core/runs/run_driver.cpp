@@ -41,8 +41,10 @@ net::awaitable<void> run_agent(run_context& ctx, std::shared_ptr<agent> agent_im
 
 // How the run ended, as events: aborted or error, then usage.
 void publish_ending(run_context& ctx, bool aborted) {
-  if (aborted) ctx.publish_status("aborted");
-  else if (ctx.failure()) ctx.publish(event_type::error, {{"code", ctx.failure()->code}, {"message", ctx.failure()->message}});
+  if (aborted)
+    ctx.publish_status("aborted");
+  else if (ctx.failure())
+    ctx.publish(event_type::error, {{"code", ctx.failure()->code}, {"message", ctx.failure()->message}});
   auto& usage = ctx.usage();
   usage.output_tokens = std::max(usage.output_tokens, ctx.tokens_streamed());
   ctx.publish(event_type::usage, {{"input_tokens", usage.input_tokens},
@@ -71,7 +73,8 @@ net::awaitable<void> persist_and_announce(run_context& ctx, const run_request& r
   // The message is durable before done announces it; the callback's outbox row commits with it.
   std::optional<webhook_delivery_record> outbox;
   if (request.callback_url)
-    outbox = make_webhook_delivery(ctx.session().id, ctx.current_run().id(), *request.callback_url, answer, ctx.usage().input_tokens);
+    outbox =
+        make_webhook_delivery(ctx.session().id, ctx.current_run().id(), *request.callback_url, answer, ctx.usage().input_tokens);
   auto saving = ctx.checkpoint(std::move(outbox));
   co_await std::move(saving);
   if (request.callback_url && request.outbox_written) request.outbox_written();
@@ -131,9 +134,12 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   if (channel->live_run() == r) channel->set_live_run(nullptr);  // e.g. the session was deleted
   stats.runs_live--;
   // Counted by how the run really ended: an end that could not be stored is an error.
-  if (aborted) stats.runs_aborted++;
-  else if (answer.status == "error") stats.runs_failed++;
-  else stats.runs_completed++;
+  if (aborted)
+    stats.runs_aborted++;
+  else if (answer.status == "error")
+    stats.runs_failed++;
+  else
+    stats.runs_completed++;
 }
 
 }  // namespace agw::core

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
@@ -40,8 +40,7 @@ std::int64_t session_channel::publish(std::string_view run_id, event_type type, 
   return id;
 }
 
-std::int64_t session_channel::publish(std::string_view run_id, event_type type, std::string_view key,
-                                      std::string_view value) {
+std::int64_t session_channel::publish(std::string_view run_id, event_type type, std::string_view key, std::string_view value) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;
   pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, key, value)));
@@ -96,7 +95,7 @@ void session_channel::read_log(std::int64_t after_id, std::size_t limit, log_pag
     return out;
   };
   auto on_read = [self = shared_from_this(), done = std::move(done)](std::exception_ptr error,
-                                                                      std::pair<std::int64_t, std::vector<frame_ptr>> page) {
+                                                                     std::pair<std::int64_t, std::vector<frame_ptr>> page) {
     if (!self->closed_) done(error, page.first, std::move(page.second));
   };
   store_.async_read(std::move(read), net::bind_executor(strand_, std::move(on_read)));
@@ -109,7 +108,6 @@ void session_channel::defer(std::function<void()> step) {
 }
 
 std::shared_ptr<const void> session_channel::keep_alive() { return shared_from_this(); }
-
 
 net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t after_id, std::size_t limit) {
   std::vector<frame_ptr> out;

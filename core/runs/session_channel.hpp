@@ -16,12 +16,12 @@
 // Its subscribers are cursors (subscriber_cursors.hpp): a slow reader catches up
 // page by page from the ring or the log, costs one page of memory and never slows
 // the run.
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/json/object.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -33,23 +33,22 @@
 
 #include "core/events/event_buffer.hpp"
 #include "core/events/subscriber.hpp"
-#include "core/runs/commit_pipeline.hpp"
-#include "core/runs/subscriber_cursors.hpp"
-#include "core/storage/event_log_writer.hpp"
 #include "core/io_executor.hpp"
 #include "core/metrics.hpp"
+#include "core/runs/commit_pipeline.hpp"
+#include "core/runs/subscriber_cursors.hpp"
 #include "core/session.hpp"
+#include "core/storage/event_log_writer.hpp"
 #include "core/store_executor.hpp"
 
 namespace agw::core {
 
 class run;
 
-
 // What every channel of a process shares (all outlive the channels).
 struct channel_services {
-  store_executor& store;    // log reads for replays
-  event_log_writer& log;    // event batches are made durable through it
+  store_executor& store;  // log reads for replays
+  event_log_writer& log;  // event batches are made durable through it
   metrics& stats;
 };
 
@@ -61,16 +60,16 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   struct options {
     std::size_t ring_size = 100;
-    std::size_t high_watermark = 4096;  // uncommitted events before the run waits
-    std::size_t replay_page = 256;      // events per page handed to a subscriber that catches up
+    std::size_t high_watermark = 4096;      // uncommitted events before the run waits
+    std::size_t replay_page = 256;          // events per page handed to a subscriber that catches up
     std::size_t subscriber_backlog = 8192;  // a subscriber's untaken frames past which it catches up instead
-    std::size_t retention = 0;          // events kept in the log per session; 0 = all
-    std::size_t max_batch = 256;        // events per commit (and per delivery)
-    bool deleted = false;               // born closed: the session was deleted already
+    std::size_t retention = 0;              // events kept in the log per session; 0 = all
+    std::size_t max_batch = 256;            // events per commit (and per delivery)
+    bool deleted = false;                   // born closed: the session was deleted already
   };
 
-  session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id,
-                  const channel_services& services, options opts);
+  session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id, const channel_services& services,
+                  options opts);
 
   strand_type& strand() { return strand_; }
   const std::string& session_id() const { return session_id_; }
@@ -144,7 +143,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   std::int64_t next_id_;
   bool closed_ = false;
-  bool deleting_ = false;  // closing once the live run's done is delivered
+  bool deleting_ = false;       // closing once the live run's done is delivered
   commit_pipeline pipeline_;    // published events until they are durable
   event_buffer ring_;           // the newest committed events
   subscriber_cursors cursors_;  // who gets them, and where each one is

@@ -92,12 +92,13 @@ void subscriber_cursors::read_log_page(const cursor_ptr& c) {
   const auto& ring = source_.ring();
   const std::int64_t upto = ring.size() ? ring.oldest_id() - 1 : source_.committed_id();
   const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - c->last_sent, 0)), page_);
-  source_.read_log(c->last_sent, limit, [this, c](std::exception_ptr error, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
-    if (c->gone) return;
-    // Without the log the sequence cannot continue: end the stream, the client resumes.
-    if (error) return cut(c);
-    on_log_page(c, log_oldest, std::move(frames));
-  });
+  source_.read_log(c->last_sent, limit,
+                   [this, c](std::exception_ptr error, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
+                     if (c->gone) return;
+                     // Without the log the sequence cannot continue: end the stream, the client resumes.
+                     if (error) return cut(c);
+                     on_log_page(c, log_oldest, std::move(frames));
+                   });
 }
 
 void subscriber_cursors::on_log_page(const cursor_ptr& c, std::int64_t log_oldest, std::vector<frame_ptr> frames) {

@@ -71,9 +71,9 @@ class subscriber_cursors {
  private:
   struct cursor {
     std::shared_ptr<subscriber> sub;
-    std::int64_t last_sent = 0;  // the last id handed to it
-    bool live = false;           // takes each batch as it commits
-    bool gone = false;           // removed or closed: pending steps stop
+    std::int64_t last_sent = 0;                         // the last id handed to it
+    bool live = false;                                  // takes each batch as it commits
+    bool gone = false;                                  // removed or closed: pending steps stop
     std::function<void(const replay_info&)> on_replay;  // set until its first step announced the replay
   };
   using cursor_ptr = std::shared_ptr<cursor>;

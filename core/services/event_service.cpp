@@ -82,8 +82,8 @@ net::awaitable<std::shared_ptr<session_channel>> event_service::channel(std::str
   co_return hub_.channel(session.id, session.last_event_id);
 }
 
-net::awaitable<std::vector<frame_ptr>> event_service::read_after(std::string session_id, std::int64_t after_id,
-                                                                 std::size_t limit, std::chrono::duration<double> wait) {
+net::awaitable<std::vector<frame_ptr>> event_service::read_after(std::string session_id, std::int64_t after_id, std::size_t limit,
+                                                                 std::chrono::duration<double> wait) {
   auto finding = channel(std::move(session_id));
   auto ch = co_await std::move(finding);
   auto reading = read_channel(ch, after_id, limit);

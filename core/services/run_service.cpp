@@ -1,8 +1,8 @@
 #include "core/services/run_service.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/api_error.hpp"
 #include "core/checkpoint.hpp"
@@ -153,8 +153,8 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
                                                                            const start_request& request,
                                                                            const std::string& hash) {
   auto persist = [session, user = user_message(session, request.content, clock_), run_id = r->id(), started = r->started_at_ms(),
-                  first = r->events_before(), key = request.idempotency_key, hash,
-                  callback_url = request.callback_url, &time = clock_](store_connection& c) {
+                  first = r->events_before(), key = request.idempotency_key, hash, callback_url = request.callback_url,
+                  &time = clock_](store_connection& c) {
     started_run out;
     if (key) {
       if (auto existing = c.find_idempotency_key(session.id, *key)) {
@@ -189,11 +189,11 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
   co_return started;
 }
 
-void run_service::launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r,
-                         session_record session, started_run started, std::optional<std::string> callback_url) {
+void run_service::launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
+                         started_run started, std::optional<std::string> callback_url) {
   auto agent_impl = hub_.agent_for(session);
-  run_request request{std::move(session), std::move(started.conversation), started.checkpoint_version,
-                      std::move(callback_url), outbox_written_};
+  run_request request{std::move(session), std::move(started.conversation), started.checkpoint_version, std::move(callback_url),
+                      outbox_written_};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
   net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id()](std::exception_ptr e) {
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);

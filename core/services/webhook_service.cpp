@@ -45,7 +45,8 @@ net::awaitable<webhook_delivery_record> webhook_service::redeliver(std::string s
   };
   auto result = co_await store_.async_write(std::move(requeue), net::use_awaitable);
   if (!result.delivery) throw api_error(error_code::not_found, "no such webhook delivery");
-  if (result.was_pending) throw api_error(error_code::delivery_pending, "this delivery is still pending; it will be attempted again");
+  if (result.was_pending)
+    throw api_error(error_code::delivery_pending, "this delivery is still pending; it will be attempted again");
   co_return std::move(*result.delivery);
 }
 

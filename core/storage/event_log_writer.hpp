@@ -22,10 +22,10 @@ class event_log_writer {
  public:
   struct batch {
     std::string session_id;
-    std::vector<frame_ptr> events;           // consecutive ids, at least one
-    bool ends_run = false;                    // a run's done is among them
-    std::size_t retention = 0;                // events the session keeps in its log (0 = all)
-    boost::asio::any_io_executor executor;    // where `done` runs (the channel's strand)
+    std::vector<frame_ptr> events;                 // consecutive ids, at least one
+    bool ends_run = false;                         // a run's done is among them
+    std::size_t retention = 0;                     // events the session keeps in its log (0 = all)
+    boost::asio::any_io_executor executor;         // where `done` runs (the channel's strand)
     std::function<void(std::exception_ptr)> done;  // after the commit, or with the error (then retry)
   };
 

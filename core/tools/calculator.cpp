@@ -100,9 +100,8 @@ class parser {
     const char c = input_[pos_];
     if (c == '(') {
       if (++depth_ > calculator::max_nesting_depth) {
-        return fail_value("parentheses nested deeper than " +
-                          std::to_string(calculator::max_nesting_depth) + " levels at position " +
-                          std::to_string(pos_));
+        return fail_value("parentheses nested deeper than " + std::to_string(calculator::max_nesting_depth) +
+                          " levels at position " + std::to_string(pos_));
       }
       ++pos_;
       const double value = parse_expression();
@@ -165,8 +164,7 @@ class parser {
 
   std::string unexpected_here() const {
     return "syntax error at position " + std::to_string(pos_) + ": " +
-           (at_end() ? std::string("unexpected end of expression")
-                     : "unexpected " + describe(input_[pos_]));
+           (at_end() ? std::string("unexpected end of expression") : "unexpected " + describe(input_[pos_]));
   }
 
   // Only printable ASCII is echoed back, so the message is always valid UTF-8.
@@ -182,8 +180,7 @@ class parser {
   bool at_end() const { return pos_ >= input_.size(); }
 
   void skip_whitespace() {
-    while (!at_end() && (input_[pos_] == ' ' || input_[pos_] == '\t' || input_[pos_] == '\n' ||
-                         input_[pos_] == '\r')) {
+    while (!at_end() && (input_[pos_] == ' ' || input_[pos_] == '\t' || input_[pos_] == '\n' || input_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -211,8 +208,7 @@ class parser {
 std::string format_number(double value) {
   if (value == 0.0) return "0";  // also folds -0 into "0"
   const double magnitude = std::fabs(value);
-  const auto format =
-      magnitude >= 1e-6 && magnitude < 1e21 ? std::chars_format::fixed : std::chars_format::scientific;
+  const auto format = magnitude >= 1e-6 && magnitude < 1e21 ? std::chars_format::fixed : std::chars_format::scientific;
   char buffer[64];  // shortest fixed output below 1e21 is at most ~30 chars
   const auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, format);
   if (ec != std::errc{}) {  // cannot happen with this buffer size; stay safe anyway
@@ -253,8 +249,8 @@ tool_result calculator::invoke(const boost::json::object& args) const {
   const auto* expression = value->if_string();
   if (expression == nullptr) return error_result("argument 'expression' must be a string");
   if (expression->size() > max_expression_length) {
-    return error_result("expression too long (" + std::to_string(expression->size()) +
-                        " characters, max " + std::to_string(max_expression_length) + ")");
+    return error_result("expression too long (" + std::to_string(expression->size()) + " characters, max " +
+                        std::to_string(max_expression_length) + ")");
   }
   parser p(std::string_view(expression->data(), expression->size()));
   const auto result = p.evaluate();

@@ -23,8 +23,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // total within +-14:00. Returns nullopt for anything else.
 std::optional<utc_offset> parse_offset(std::string_view text) {
   if (text == "Z" || text == "z") return utc_offset{};
-  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || !is_digit(text[1]) ||
-      !is_digit(text[2]) || text[3] != ':' || !is_digit(text[4]) || !is_digit(text[5])) {
+  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || !is_digit(text[1]) || !is_digit(text[2]) || text[3] != ':' ||
+      !is_digit(text[4]) || !is_digit(text[5])) {
     return std::nullopt;
   }
   const int hours = (text[1] - '0') * 10 + (text[2] - '0');
@@ -47,20 +47,18 @@ std::string format_rfc3339(std::chrono::system_clock::time_point now, const utc_
   const hh_mm_ss<milliseconds> tod{local - day};
 
   char buffer[64];
-  int len = std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02d.%03d",
-                          static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                          static_cast<unsigned>(ymd.day()), static_cast<int>(tod.hours().count()),
-                          static_cast<int>(tod.minutes().count()),
-                          static_cast<int>(tod.seconds().count()),
-                          static_cast<int>(tod.subseconds().count()));
+  int len = std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02d.%03d", static_cast<int>(ymd.year()),
+                          static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                          static_cast<int>(tod.hours().count()), static_cast<int>(tod.minutes().count()),
+                          static_cast<int>(tod.seconds().count()), static_cast<int>(tod.subseconds().count()));
   std::string out(buffer, len > 0 ? static_cast<std::size_t>(len) : 0);
   if (offset.zulu) {
     out += 'Z';
   } else {
     const auto total = offset.minutes.count();
     const auto magnitude = total < 0 ? -total : total;
-    len = std::snprintf(buffer, sizeof buffer, "%c%02d:%02d", total < 0 ? '-' : '+',
-                        static_cast<int>(magnitude / 60), static_cast<int>(magnitude % 60));
+    len = std::snprintf(buffer, sizeof buffer, "%c%02d:%02d", total < 0 ? '-' : '+', static_cast<int>(magnitude / 60),
+                        static_cast<int>(magnitude % 60));
     out.append(buffer, len > 0 ? static_cast<std::size_t>(len) : 0);
   }
   return out;
@@ -68,8 +66,7 @@ std::string format_rfc3339(std::chrono::system_clock::time_point now, const utc_
 
 }  // namespace
 
-current_time::current_time(clock_fn now)
-    : now_(now ? std::move(now) : clock_fn(std::chrono::system_clock::now)) {}
+current_time::current_time(clock_fn now) : now_(now ? std::move(now) : clock_fn(std::chrono::system_clock::now)) {}
 
 std::string_view current_time::name() const { return "current_time"; }
 
@@ -100,9 +97,10 @@ tool_result current_time::invoke(const boost::json::object& args) const {
     if (text == nullptr) return {"argument 'utc_offset' must be a string like \"+02:00\"", 1};
     const auto parsed = parse_offset(std::string_view(text->data(), text->size()));
     if (!parsed) {
-      return {"invalid utc_offset: expected \"Z\" or \"+HH:MM\"/\"-HH:MM\" between -14:00 and "
-              "+14:00",
-              1};
+      return {
+          "invalid utc_offset: expected \"Z\" or \"+HH:MM\"/\"-HH:MM\" between -14:00 and "
+          "+14:00",
+          1};
     }
     offset = *parsed;
   }

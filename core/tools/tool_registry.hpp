@@ -41,7 +41,6 @@ class tool_registry {
 
 // Registry holding every built-in tool (calculator, current_time). `now` is the
 // clock used by current_time; injectable so tests are deterministic.
-tool_registry make_builtin_tools(
-    std::function<std::chrono::system_clock::time_point()> now = std::chrono::system_clock::now);
+tool_registry make_builtin_tools(std::function<std::chrono::system_clock::time_point()> now = std::chrono::system_clock::now);
 
 }  // namespace agw::core

@@ -56,8 +56,7 @@ std::optional<std::string_view> special_v4(const ip::address_v4& a) {
 bool cidr::contains(const ip::address& a) const {
   if (a.is_v4() != network.is_v4()) {
     // An IPv4-mapped IPv6 address matches an IPv4 range and the other way round.
-    if (a.is_v6() && a.to_v6().is_v4_mapped())
-      return contains(ip::make_address_v4(ip::v4_mapped, a.to_v6()));
+    if (a.is_v6() && a.to_v6().is_v4_mapped()) return contains(ip::make_address_v4(ip::v4_mapped, a.to_v6()));
     return false;
   }
   if (a.is_v4()) {
@@ -103,17 +102,16 @@ std::optional<std::string_view> special_range(const ip::address& a) {
   const auto b = v6.to_bytes();
   if (v6.is_unspecified()) return "unspecified";
   if (v6.is_loopback()) return "loopback";
-  if (b[0] == 0xff) return "multicast";                      // ff00::/8
-  if ((b[0] & 0xfe) == 0xfc) return "private";               // fc00::/7 unique local
+  if (b[0] == 0xff) return "multicast";                            // ff00::/8
+  if ((b[0] & 0xfe) == 0xfc) return "private";                     // fc00::/7 unique local
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";  // fe80::/10
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "private";     // fec0::/10 site-local (deprecated)
   // Addresses that carry an IPv4 address inside: judge that one.
   static const unsigned char nat64[12] = {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};  // 64:ff9b::/96
-  if (std::equal(nat64, nat64 + 12, b.data()))
-    return special_v4(ip::address_v4({b[12], b[13], b[14], b[15]}));
+  if (std::equal(nat64, nat64 + 12, b.data())) return special_v4(ip::address_v4({b[12], b[13], b[14], b[15]}));
   if (b[0] == 0x20 && b[1] == 0x02) return special_v4(ip::address_v4({b[2], b[3], b[4], b[5]}));  // 2002::/16 6to4
   bool v4_compatible = std::all_of(b.begin(), b.begin() + 12, [](unsigned char c) { return c == 0; });
-  if (v4_compatible) return special_v4(ip::address_v4({b[12], b[13], b[14], b[15]}));  // ::a.b.c.d (deprecated)
+  if (v4_compatible) return special_v4(ip::address_v4({b[12], b[13], b[14], b[15]}));        // ::a.b.c.d (deprecated)
   if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) return "documentation";  // 2001:db8::/32
   return std::nullopt;
 }

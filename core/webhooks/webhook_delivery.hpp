@@ -23,7 +23,7 @@ boost::json::object webhook_delivery_json(const webhook_delivery_record& d);
 // What one attempt got back: an HTTP status, or a transport error.
 struct attempt_result {
   std::optional<int> status_code;
-  std::string error;  // empty when a status came back
+  std::string error;                    // empty when a status came back
   std::optional<double> retry_after_s;  // from a 429/503's Retry-After, when given in seconds
   std::int64_t duration_ms = 0;
 };

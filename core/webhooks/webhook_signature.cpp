@@ -9,13 +9,14 @@ namespace agw::core {
 
 std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
   out.resize(static_cast<std::size_t>(n));
   return out;
 }
 
-std::string webhook_signature(std::string_view key, std::string_view webhook_id, std::int64_t timestamp_s, std::string_view body) {
+std::string webhook_signature(std::string_view key, std::string_view webhook_id, std::int64_t timestamp_s,
+                              std::string_view body) {
   std::string content;
   content.reserve(webhook_id.size() + body.size() + 24);
   content.append(webhook_id).append(".").append(std::to_string(timestamp_s)).append(".").append(body);

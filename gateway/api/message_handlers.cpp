@@ -31,7 +31,8 @@ core::start_request parse_message_request(const request& req) {
     throw api_error(error_code::bad_request, "content must be a non-empty string");
   core::start_request out{std::move(text), std::nullopt, std::nullopt};
   if (const auto* cb = o.if_contains("callback_url"); cb && !cb->is_null()) {
-    if (!cb->is_string() || cb->get_string().empty()) throw api_error(error_code::bad_request, "callback_url must be a URL string");
+    if (!cb->is_string() || cb->get_string().empty())
+      throw api_error(error_code::bad_request, "callback_url must be a URL string");
     out.callback_url = std::string(cb->get_string());
   }
   return out;
@@ -85,16 +86,22 @@ awaitable<handler_result> list_messages(request_context& ctx) {
   core::reject_duplicate_keys(ctx.query);
   std::int64_t limit = 50, offset = 0;
   for (const auto& [k, v] : ctx.query) {
-    if (k == "limit") limit = core::parse_limit(v, 500);
-    else if (k == "offset") offset = core::parse_offset(v);
-    else throw api_error(error_code::bad_request, "unknown query parameter '" + k + "'");
+    if (k == "limit")
+      limit = core::parse_limit(v, 500);
+    else if (k == "offset")
+      offset = core::parse_offset(v);
+    else
+      throw api_error(error_code::bad_request, "unknown query parameter '" + k + "'");
   }
   auto listing = ctx.app.messages.list(ctx.param(0), limit, offset);
   auto list = co_await std::move(listing);
   boost::json::array messages;
   for (const auto& m : list.page.messages) messages.push_back(core::message_json(m));
   co_return json_response(http::status::ok,
-                          {{"messages", std::move(messages)}, {"total", list.page.total}, {"limit", limit}, {"offset", offset},
+                          {{"messages", std::move(messages)},
+                           {"total", list.page.total},
+                           {"limit", limit},
+                           {"offset", offset},
                            {"has_more", list.has_more}},
                           ctx.req.version());
 }

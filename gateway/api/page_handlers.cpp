@@ -53,7 +53,8 @@ const std::string& content_security_policy() {
     std::string p("default-src 'self'; script-src ");
     p.append(inline_hashes(web::index_html, "script"));
     p.append("; style-src ").append(inline_hashes(web::index_html, "style"));
-    p.append("; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    p.append(
+        "; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
     return p;
   }();
   return policy;

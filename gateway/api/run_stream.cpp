@@ -1,10 +1,10 @@
 #include "gateway/api/run_stream.hpp"
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <algorithm>
-#include <boost/asio/post.hpp>
 #include <boost/beast/http/write.hpp>
 #include <charconv>
 #include <sstream>
@@ -32,7 +32,7 @@ struct stream_plan {
   std::optional<std::int64_t> cursor;  // Last-Event-ID; none: live events only
   bool announce = false;               // send `reconnected` first
   enum class end { at_run_done, after_replay_or_live_run, never } ending = end::never;
-  std::string run_id;                  // for at_run_done
+  std::string run_id;  // for at_run_done
 };
 
 // The decision made on the channel's strand, where the live run and the last id are exact.
@@ -84,8 +84,10 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
                     const std::shared_ptr<sse_stream>& stream, sse_stream::end_reason, net::ip::tcp::socket socket,
                     bool reusable) mutable {
     net::post(channel->strand(), [channel, stream] { channel->unsubscribe(stream.get()); });
-    if (reusable && keep_alive && !app.draining) start_connection(std::move(socket), app, std::move(pending), /*counted=*/true);
-    else close_connection(socket, app);
+    if (reusable && keep_alive && !app.draining)
+      start_connection(std::move(socket), app, std::move(pending), /*counted=*/true);
+    else
+      close_connection(socket, app);
   };
   ctx.stream_taken = true;
   sub.stream->start(ctx.stream.release_socket(), header_text(head), core::retry_line(app.config.sse_retry_interval), chunked,

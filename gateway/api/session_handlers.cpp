@@ -25,9 +25,10 @@ awaitable<handler_result> list_sessions(request_context& ctx) {
   auto page = co_await std::move(listing);
   boost::json::array sessions;
   for (const auto& s : page.sessions) sessions.push_back(session_json(s));
-  co_return json_response(http::status::ok,
-                          {{"sessions", std::move(sessions)}, {"total", page.total}, {"limit", filter.limit}, {"offset", filter.offset}},
-                          ctx.req.version());
+  co_return json_response(
+      http::status::ok,
+      {{"sessions", std::move(sessions)}, {"total", page.total}, {"limit", filter.limit}, {"offset", filter.offset}},
+      ctx.req.version());
 }
 
 awaitable<handler_result> get_session(request_context& ctx) {

@@ -136,8 +136,10 @@ class beast_exchange final : public core::streaming_http_exchange, public std::e
   http::request<http::string_body> make_request(const core::http_url& url) const {
     http::request<http::string_body> req;
     req.version(11);
-    if (auto verb = http::string_to_verb(request_.method); verb != http::verb::unknown) req.method(verb);
-    else req.method_string(request_.method);
+    if (auto verb = http::string_to_verb(request_.method); verb != http::verb::unknown)
+      req.method(verb);
+    else
+      req.method_string(request_.method);
     req.target(url.target);
     req.set(http::field::host, core::host_header(url));
     for (const auto& [name, value] : request_.headers) req.set(name, value);
@@ -203,7 +205,8 @@ net::awaitable<std::optional<core::open_result>> beast_exchange::connect(core::h
   auto resolved = co_await std::move(resolving);
   if (stopped(cs)) co_return open_failure(streaming_http_errc::cancelled, "resolve: cancelled");
   if (resolved.error) co_return open_failure(resolved.error, phase::connecting, "resolve");
-  if (resolved.addresses.empty()) co_return open_failure(streaming_http_errc::resolve_failed, "resolve: no address for " + url.host);
+  if (resolved.addresses.empty())
+    co_return open_failure(streaming_http_errc::resolve_failed, "resolve: no address for " + url.host);
   std::vector<tcp::endpoint> endpoints;
   for (const auto& a : resolved.addresses) endpoints.emplace_back(a, url.port);
 

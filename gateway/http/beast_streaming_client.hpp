@@ -18,10 +18,10 @@
 namespace agw::gateway {
 
 struct beast_streaming_client_options {
-  std::string extra_ca_file;             // PEM bundle trusted besides the system store (https)
+  std::string extra_ca_file;                      // PEM bundle trusted besides the system store (https)
   std::string ca_file_setting = "extra CA file";  // names the file in the start-up error
-  std::size_t header_limit = 64 * 1024;  // a response header larger than this is a protocol_error
-  std::size_t max_piece = 16 * 1024;     // the most one read_some() returns
+  std::size_t header_limit = 64 * 1024;           // a response header larger than this is a protocol_error
+  std::size_t max_piece = 16 * 1024;              // the most one read_some() returns
 };
 
 class beast_streaming_client final : public core::streaming_http_client {

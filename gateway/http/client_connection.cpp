@@ -1,10 +1,10 @@
 #include "gateway/http/client_connection.hpp"
 
+#include <openssl/ssl.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <openssl/ssl.h>
 #include <stdexcept>
 
 namespace agw::gateway {
@@ -46,14 +46,17 @@ net::awaitable<resolved_addresses> resolve_host(std::shared_ptr<tcp::resolver> r
   auto resolving = resolver->async_resolve(host, std::to_string(port), net::as_tuple(net::use_awaitable));
   auto [ec, results] = co_await std::move(resolving);
   deadline.cancel();
-  if (*timed_out) out.error = net::error::timed_out;
-  else out.error = ec;
+  if (*timed_out)
+    out.error = net::error::timed_out;
+  else
+    out.error = ec;
   if (!out.error)
     for (const auto& entry : results) out.addresses.push_back(entry.endpoint().address());
   co_return out;
 }
 
-bool prepare_tls_client(boost::beast::ssl_stream<boost::beast::tcp_stream>& stream, const std::string& host, bool host_is_address) {
+bool prepare_tls_client(boost::beast::ssl_stream<boost::beast::tcp_stream>& stream, const std::string& host,
+                        bool host_is_address) {
   if (!host_is_address && !SSL_set_tlsext_host_name(stream.native_handle(), host.c_str())) return false;
   stream.set_verify_mode(net::ssl::verify_peer);
   stream.set_verify_callback(net::ssl::host_name_verification(host));

@@ -43,6 +43,7 @@ boost::asio::awaitable<resolved_addresses> resolve_host(std::shared_ptr<boost::a
 // Sets SNI to `host` (not for an IP literal) and verification of the peer's
 // certificate against it (an IP literal is matched against the IP SANs).
 // False when OpenSSL refused the SNI name.
-bool prepare_tls_client(boost::beast::ssl_stream<boost::beast::tcp_stream>& stream, const std::string& host, bool host_is_address);
+bool prepare_tls_client(boost::beast::ssl_stream<boost::beast::tcp_stream>& stream, const std::string& host,
+                        bool host_is_address);
 
 }  // namespace agw::gateway

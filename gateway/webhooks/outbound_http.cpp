@@ -100,10 +100,11 @@ net::awaitable<core::attempt_result> post_plain(beast::tcp_stream tcp_stream, po
 // TLS (SNI, certificate and host name verification) over the connected socket, then
 // the exchange. `tls` is a reference: it is the outbound_http's context, and that
 // object outlives the post() that awaits this.
-net::awaitable<core::attempt_result> post_over_tls(beast::tcp_stream tcp_stream, net::ssl::context& tls,
-                                                   core::callback_target t, post_request req, attempt_timing timing) {
+net::awaitable<core::attempt_result> post_over_tls(beast::tcp_stream tcp_stream, net::ssl::context& tls, core::callback_target t,
+                                                   post_request req, attempt_timing timing) {
   beast::ssl_stream<beast::tcp_stream> tls_stream(std::move(tcp_stream), tls);
-  if (!prepare_tls_client(tls_stream, t.host, t.host_is_address)) co_return failed_attempt("tls: could not set SNI", timing.started);
+  if (!prepare_tls_client(tls_stream, t.host, t.host_is_address))
+    co_return failed_attempt("tls: could not set SNI", timing.started);
   beast::get_lowest_layer(tls_stream).expires_after(timing.connect_timeout);
   auto handshaking = tls_stream.async_handshake(net::ssl::stream_base::client, net::as_tuple(net::use_awaitable));
   auto [handshake_ec] = co_await std::move(handshaking);
@@ -132,8 +133,10 @@ net::awaitable<resolved_target> resolve_callback_target(const core::callback_tar
   }
   for (const auto& a : resolved.addresses) {
     auto why = policy.refusal(t.host, a);
-    if (why.empty()) out.endpoints.emplace_back(a, t.port);
-    else if (out.refusal.empty()) out.refusal = why;
+    if (why.empty())
+      out.endpoints.emplace_back(a, t.port);
+    else if (out.refusal.empty())
+      out.refusal = why;
   }
   if (out.endpoints.empty() && out.refusal.empty()) out.refusal = "resolve: no address for " + t.host;
   co_return out;

@@ -29,7 +29,8 @@ struct resolved_target {
 };
 
 // Resolves `t.host` (IP literals need no lookup) and applies the policy to every address.
-boost::asio::awaitable<resolved_target> resolve_callback_target(const core::callback_target& t, const core::address_policy& policy,
+boost::asio::awaitable<resolved_target> resolve_callback_target(const core::callback_target& t,
+                                                                const core::address_policy& policy,
                                                                 std::chrono::steady_clock::duration timeout);
 
 using header_list = std::vector<std::pair<std::string, std::string>>;

@@ -1,10 +1,10 @@
 #include "gateway/webhooks/webhook_dispatcher.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/webhooks/webhook_secret.hpp"
 #include "core/webhooks/webhook_signature.hpp"
@@ -26,8 +26,8 @@ constexpr std::int64_t store_retry_ms = 1000;
 
 }  // namespace
 
-webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::webhook_service& deliveries, const core::settings& config,
-                                       core::metrics& stats, const core::clock& time)
+webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::webhook_service& deliveries,
+                                       const core::settings& config, core::metrics& stats, const core::clock& time)
     : strand_(net::make_strand(executor)),
       deliveries_(deliveries),
       config_(config),
@@ -114,7 +114,8 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
                         {"user-agent", "agent-gateway/" GATEWAY_VERSION},
                         {"webhook-id", d.webhook_id},
                         {"webhook-timestamp", std::to_string(timestamp)}};
-    if (signing_key_) headers.emplace_back("webhook-signature", core::webhook_signature(*signing_key_, d.webhook_id, timestamp, d.payload));
+    if (signing_key_)
+      headers.emplace_back("webhook-signature", core::webhook_signature(*signing_key_, d.webhook_id, timestamp, d.payload));
     auto posting = client_.post(std::get<core::callback_target>(parsed), policy_, headers, d.payload);
     result = co_await std::move(posting);
   }
@@ -122,12 +123,15 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
       core::decide_after_attempt(result, d.round_attempts + 1, config_.webhook_retry_schedule, clock_.wall_ms(), rng_);
   if (std::holds_alternative<std::string>(parsed)) decision = {"failed", std::nullopt};
 
-  core::webhook_attempt_outcome outcome{d.id, {0, at, result.status_code, std::nullopt, result.duration_ms}, decision.status,
-                                        decision.next_attempt_at_ms};
+  core::webhook_attempt_outcome outcome{
+      d.id, {0, at, result.status_code, std::nullopt, result.duration_ms}, decision.status, decision.next_attempt_at_ms};
   if (!result.error.empty()) outcome.attempt.error = result.error;
-  if (decision.status == "delivered") stats_.webhooks_delivered++;
-  else if (decision.status == "failed") stats_.webhooks_failed++;
-  else stats_.webhooks_retried++;
+  if (decision.status == "delivered")
+    stats_.webhooks_delivered++;
+  else if (decision.status == "failed")
+    stats_.webhooks_failed++;
+  else
+    stats_.webhooks_retried++;
   spdlog::info("webhook {} to {}: attempt {} -> {} ({})", d.webhook_id, d.url, d.round_attempts + 1,
                result.status_code ? std::to_string(*result.status_code) : result.error, decision.status);
 

@@ -20,8 +20,8 @@
 
 #include "core/clock.hpp"
 #include "core/metrics.hpp"
-#include "core/settings.hpp"
 #include "core/services/webhook_service.hpp"
+#include "core/settings.hpp"
 #include "core/webhooks/address_policy.hpp"
 #include "gateway/webhooks/outbound_http.hpp"
 
@@ -53,10 +53,10 @@ class webhook_dispatcher {
   core::address_policy policy_;
   outbound_http client_;
   std::optional<std::string> signing_key_;
-  std::unique_ptr<core::wait_timer> timer_;  // on strand_: the loop's sleep, cut short by a wake
+  std::unique_ptr<core::wait_timer> timer_;    // on strand_: the loop's sleep, cut short by a wake
   std::unordered_set<std::string> in_flight_;  // strand only
-  bool woken_ = false;                          // strand only: a wake arrived while the loop was busy
-  bool stopped_ = false;                        // strand only
+  bool woken_ = false;                         // strand only: a wake arrived while the loop was busy
+  bool stopped_ = false;                       // strand only
   std::mt19937_64 rng_;
 };
 

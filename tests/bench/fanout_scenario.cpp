@@ -101,19 +101,22 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
   const auto* interrupted = target.interrupted;
   wait_streams_closed(target);
 
-  const std::string session = create_session(
-      target.port, R"({"title":"bench fanout","metadata":{"bench":"gateway_bench","scenario":"fanout"},)" +
-                       config_body(warmup_tokens).substr(1));
+  const std::string session =
+      create_session(target.port, R"({"title":"bench fanout","metadata":{"bench":"gateway_bench","scenario":"fanout"},)" +
+                                      config_body(warmup_tokens).substr(1));
   const std::string host = "127.0.0.1:" + std::to_string(target.port);
-  const std::string subscribe = "GET /sessions/" + session + "/events HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\n\r\n";
+  const std::string subscribe =
+      "GET /sessions/" + session + "/events HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\n\r\n";
   const std::string body = R"({"content":"bench fanout"})";
-  const std::string post = "POST /sessions/" + session + "/messages HTTP/1.1\r\nHost: " + host +
-                           "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nConnection: close\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string post =
+      "POST /sessions/" + session + "/messages HTTP/1.1\r\nHost: " + host +
+      "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
 
   sse_fleet fleet(target.port);
-  fleet.open_many(subscribers, [&](std::size_t) { return subscribe; }, max_pending_connects,
-                  fleet_clock::now() + std::chrono::seconds(60), interrupted);
+  fleet.open_many(
+      subscribers, [&](std::size_t) { return subscribe; }, max_pending_connects, fleet_clock::now() + std::chrono::seconds(60),
+      interrupted);
   if (interrupted && interrupted->load()) {
     out.interrupted = true;
     return out;
@@ -125,7 +128,8 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
   fleet.run_until([&] { return fleet.settled() == fleet.size(); }, fleet_clock::now() + std::chrono::seconds(60), interrupted);
   const auto& warm = fleet.conn(warm_poster);
   if (warm.dones != 1 || warm.last_done_id <= 0)
-    throw std::runtime_error("the warm-up run did not end with a done: " + (warm.error.empty() ? std::string("no done") : warm.error));
+    throw std::runtime_error("the warm-up run did not end with a done: " +
+                             (warm.error.empty() ? std::string("no done") : warm.error));
   const std::int64_t warm_last = warm.last_done_id;
   std::size_t not_connected = 0;
   std::string connect_error;
@@ -134,10 +138,13 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
     if (c.ended() || c.dones != 1 || c.last_done_id != warm_last) {
       ++not_connected;
       if (connect_error.empty())
-        connect_error = "subscriber " + std::to_string(i) + " missed the warm-up done: " + (c.error.empty() ? "no done" : c.error);
+        connect_error =
+            "subscriber " + std::to_string(i) + " missed the warm-up done: " + (c.error.empty() ? "no done" : c.error);
     }
   }
-  if (not_connected) std::printf("    %zu of %u subscribers not connected before the run: %s\n", not_connected, subscribers, connect_error.c_str());
+  if (not_connected)
+    std::printf("    %zu of %u subscribers not connected before the run: %s\n", not_connected, subscribers,
+                connect_error.c_str());
 
   patch_session(target.port, session, config_body(out.tokens));
   fleet.reset_window();
@@ -176,7 +183,8 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
     out.threads = target.server->thread_use_since(threads_before, waited);
     if (!out.threads.empty()) out.server_rqwait_s = waited;
   }
-  if (auto dropped_after = metric_value(target.port, "gateway_sse_slow_subscribers_dropped_total"); dropped_before && dropped_after)
+  if (auto dropped_after = metric_value(target.port, "gateway_sse_slow_subscribers_dropped_total");
+      dropped_before && dropped_after)
     out.dropped = *dropped_after - *dropped_before;
 
   const auto& p = fleet.conn(poster);
@@ -193,12 +201,18 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
     const auto& c = fleet.conn(i);
     out.deliveries += c.frames;
     std::string why;
-    if (c.ended()) why = c.error.empty() ? "disconnected" : c.error;
-    else if (c.id_error) why = c.error;
-    else if (c.dones != 1) why = "got " + std::to_string(c.dones) + " done events";
-    else if (c.first_id != warm_last + 1) why = "first id " + std::to_string(c.first_id) + ", expected " + std::to_string(warm_last + 1);
-    else if (c.last_done_id != last_id) why = "done at id " + std::to_string(c.last_done_id) + ", the run's is " + std::to_string(last_id);
-    else if (c.frames != out.events) why = std::to_string(c.frames) + " frames of " + std::to_string(out.events);
+    if (c.ended())
+      why = c.error.empty() ? "disconnected" : c.error;
+    else if (c.id_error)
+      why = c.error;
+    else if (c.dones != 1)
+      why = "got " + std::to_string(c.dones) + " done events";
+    else if (c.first_id != warm_last + 1)
+      why = "first id " + std::to_string(c.first_id) + ", expected " + std::to_string(warm_last + 1);
+    else if (c.last_done_id != last_id)
+      why = "done at id " + std::to_string(c.last_done_id) + ", the run's is " + std::to_string(last_id);
+    else if (c.frames != out.events)
+      why = std::to_string(c.frames) + " frames of " + std::to_string(out.events);
     if (c.dones >= 1) {
       last_done = std::max(last_done, c.last_done_at);
       first_done = std::min(first_done, c.last_done_at);
@@ -207,11 +221,13 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
       ++out.complete;
     } else {
       ++out.errors;
-      if (out.first_error.empty()) out.first_error = "subscriber " + std::to_string(i) + ": " + why + " (after " + std::to_string(c.frames) + " frames)";
+      if (out.first_error.empty())
+        out.first_error = "subscriber " + std::to_string(i) + ": " + why + " (after " + std::to_string(c.frames) + " frames)";
     }
   }
   out.wall_s = std::chrono::duration<double>((out.complete ? last_done : stop) - start).count();
-  out.first_done_s = first_done == fleet_clock::time_point::max() ? 0.0 : std::chrono::duration<double>(first_done - start).count();
+  out.first_done_s =
+      first_done == fleet_clock::time_point::max() ? 0.0 : std::chrono::duration<double>(first_done - start).count();
   out.deliveries_per_s = out.wall_s > 0 ? static_cast<double>(out.deliveries) / out.wall_s : 0.0;
   fleet.close_all();
   return out;
@@ -225,15 +241,16 @@ std::string opt(std::optional<double> v, const char* fmt) {
 }
 
 void print_progress(const fanout_run& r) {
-  std::printf("  S=%-5u run %u: %llu events x %u subscribers = %llu deliveries in %.3f s = %.0f deliveries/s (first done at %.3f s)",
-              r.subscribers, r.run, static_cast<unsigned long long>(r.events), r.subscribers,
-              static_cast<unsigned long long>(r.deliveries), r.wall_s, r.deliveries_per_s, r.first_done_s);
+  std::printf(
+      "  S=%-5u run %u: %llu events x %u subscribers = %llu deliveries in %.3f s = %.0f deliveries/s (first done at %.3f s)",
+      r.subscribers, r.run, static_cast<unsigned long long>(r.events), r.subscribers,
+      static_cast<unsigned long long>(r.deliveries), r.wall_s, r.deliveries_per_s, r.first_done_s);
   if (r.server_cpu_s)
     std::printf(", server cpu %.2f s = %s us/delivery", *r.server_cpu_s, opt(r.us_per_delivery(), "%.3f").c_str());
   if (r.server_rqwait_s) std::printf(" (its threads waited %.2f s for a CPU)", *r.server_rqwait_s);
   if (r.peak_rss_mib) std::printf(", peak rss %.1f MiB", *r.peak_rss_mib);
-  std::printf(", client cpu %.2f s (%.0f%% of one core; %llu reads, %.1f MiB; waited %.2f s), complete %llu/%u",
-              r.client_cpu_s, r.client_busy() * 100, static_cast<unsigned long long>(r.client_reads),
+  std::printf(", client cpu %.2f s (%.0f%% of one core; %llu reads, %.1f MiB; waited %.2f s), complete %llu/%u", r.client_cpu_s,
+              r.client_busy() * 100, static_cast<unsigned long long>(r.client_reads),
               static_cast<double>(r.client_bytes) / (1024.0 * 1024.0), r.client_rqwait_s,
               static_cast<unsigned long long>(r.complete), r.subscribers);
   if (r.dropped) std::printf(", server dropped %.0f slow", *r.dropped);
@@ -258,8 +275,8 @@ void print_table(std::FILE* out, const std::vector<fanout_run>& rows) {
                    double errors) {
     std::fprintf(out, "%6u %-6s %6.0f %7.0f %10.0f %12.0f %8.3f %8s %10s %9s %8.2f %8.0f%% %10.2f %8s %8s %9.0f %7.0f\n", subs,
                  run.c_str(), tokens, events, deliveries, dps, wall, opt(cpu, "%.2f").c_str(), opt(per, "%.3f").c_str(),
-                 opt(rqw, "%.2f").c_str(), ccpu, busy * 100, cwait, opt(peak, "%.1f").c_str(), opt(rss, "%.1f").c_str(),
-                 complete, errors);
+                 opt(rqw, "%.2f").c_str(), ccpu, busy * 100, cwait, opt(peak, "%.1f").c_str(), opt(rss, "%.1f").c_str(), complete,
+                 errors);
   };
   std::vector<unsigned> groups;
   for (const auto& r : rows)
@@ -269,9 +286,9 @@ void print_table(std::FILE* out, const std::vector<fanout_run>& rows) {
     bool have_cpu = true, have_rqw = true, have_peak = true, have_rss = true;
     for (const auto& r : rows) {
       if (r.subscribers != subs) continue;
-      row(subs, std::to_string(r.run), r.tokens, static_cast<double>(r.events), static_cast<double>(r.deliveries), r.deliveries_per_s,
-          r.wall_s, r.server_cpu_s, r.us_per_delivery(), r.server_rqwait_s, r.client_cpu_s, r.client_busy(), r.client_rqwait_s,
-          r.peak_rss_mib, r.rss_after_mib, static_cast<double>(r.complete), static_cast<double>(r.errors));
+      row(subs, std::to_string(r.run), r.tokens, static_cast<double>(r.events), static_cast<double>(r.deliveries),
+          r.deliveries_per_s, r.wall_s, r.server_cpu_s, r.us_per_delivery(), r.server_rqwait_s, r.client_cpu_s, r.client_busy(),
+          r.client_rqwait_s, r.peak_rss_mib, r.rss_after_mib, static_cast<double>(r.complete), static_cast<double>(r.errors));
       tokens.push_back(r.tokens);
       events.push_back(static_cast<double>(r.events));
       deliveries.push_back(static_cast<double>(r.deliveries));
@@ -288,12 +305,18 @@ void print_table(std::FILE* out, const std::vector<fanout_run>& rows) {
       } else {
         have_cpu = false;
       }
-      if (r.server_rqwait_s) rqw.push_back(*r.server_rqwait_s);
-      else have_rqw = false;
-      if (r.peak_rss_mib) peak.push_back(*r.peak_rss_mib);
-      else have_peak = false;
-      if (r.rss_after_mib) rss.push_back(*r.rss_after_mib);
-      else have_rss = false;
+      if (r.server_rqwait_s)
+        rqw.push_back(*r.server_rqwait_s);
+      else
+        have_rqw = false;
+      if (r.peak_rss_mib)
+        peak.push_back(*r.peak_rss_mib);
+      else
+        have_peak = false;
+      if (r.rss_after_mib)
+        rss.push_back(*r.rss_after_mib);
+      else
+        have_rss = false;
     }
     auto m = [](bool have, const std::vector<double>& v) { return have ? std::optional<double>(median(v)) : std::nullopt; };
     row(subs, "median", median(tokens), median(events), median(deliveries), median(dps), median(wall), m(have_cpu, cpu),
@@ -316,8 +339,8 @@ void print_table(std::FILE* out, const std::vector<fanout_run>& rows) {
       auto c = group_median(subs, cpu);
       auto e = group_median(subs, events);
       if (c && e && *e > 0)
-        std::fprintf(out, "marginal server CPU per delivery at S=%u (median CPU minus S=1's, over events x (S-1)): %.3f us\n", subs,
-                     (*c - *base) * 1e6 / (*e * (subs - 1)));
+        std::fprintf(out, "marginal server CPU per delivery at S=%u (median CPU minus S=1's, over events x (S-1)): %.3f us\n",
+                     subs, (*c - *base) * 1e6 / (*e * (subs - 1)));
     }
   }
   std::fprintf(out,
@@ -353,7 +376,8 @@ void run_fanout_scenario(const bench_options& options, bench_target& target, rep
   unsigned most = *std::max_element(counts.begin(), counts.end());
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < most + 64)
-    std::printf("warning: RLIMIT_NOFILE is %llu, too few for %u subscribers\n", static_cast<unsigned long long>(files.rlim_cur), most);
+    std::printf("warning: RLIMIT_NOFILE is %llu, too few for %u subscribers\n", static_cast<unsigned long long>(files.rlim_cur),
+                most);
   auto rows = std::make_shared<std::vector<fanout_run>>();
   out.set_table([rows](std::FILE* f) { print_table(f, *rows); });
   for (unsigned subs : counts) {

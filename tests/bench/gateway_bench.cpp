@@ -329,16 +329,17 @@ int run(int argc, char** argv) {
     std::printf("started %s: pid %d, 127.0.0.1:%u\n", options.binary.c_str(), static_cast<int>(server->pid()), target.port);
   }
 
-  std::string per_measurement = chosen->describe ? chosen->describe(options)
-                                 : options.requests ? std::to_string(options.requests) + " requests (max 60 s)"
-                                                    : std::to_string(options.seconds).substr(0, 4) + " s";
+  std::string per_measurement = chosen->describe   ? chosen->describe(options)
+                                : options.requests ? std::to_string(options.requests) + " requests (max 60 s)"
+                                                   : std::to_string(options.seconds).substr(0, 4) + " s";
   if (chosen->uses_connections) {
-    std::printf("scenario %.*s: %s per measurement, %u run(s), %u client thread(s), connections", static_cast<int>(chosen->name.size()),
-                chosen->name.data(), per_measurement.c_str(), options.repeat, options.client_threads);
+    std::printf("scenario %.*s: %s per measurement, %u run(s), %u client thread(s), connections",
+                static_cast<int>(chosen->name.size()), chosen->name.data(), per_measurement.c_str(), options.repeat,
+                options.client_threads);
     for (auto c : options.connections) std::printf(" %u", c);
   } else {
-    std::printf("scenario %.*s: %s, %u run(s)", static_cast<int>(chosen->name.size()), chosen->name.data(), per_measurement.c_str(),
-                options.repeat);
+    std::printf("scenario %.*s: %s, %u run(s)", static_cast<int>(chosen->name.size()), chosen->name.data(),
+                per_measurement.c_str(), options.repeat);
   }
   if (!options.server_env.empty() && server) {
     std::printf("; server environment:");

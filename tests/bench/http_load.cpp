@@ -131,8 +131,8 @@ net::awaitable<void> connection_loop(run_control& run, connection_state& state) 
       if (run.on_response) run.on_response(state.index, res);
     } else {
       state.http_errors++;
-      state.note_error(std::string(req.method_string()) + " " + std::string(req.target()) + " -> " +
-                       std::to_string(status) + " " + res.body().substr(0, 200));
+      state.note_error(std::string(req.method_string()) + " " + std::string(req.target()) + " -> " + std::to_string(status) +
+                       " " + res.body().substr(0, 200));
     }
     if (!res.keep_alive()) close_stream(stream);
   }
@@ -142,8 +142,8 @@ net::awaitable<void> connection_loop(run_control& run, connection_state& state) 
 
 }  // namespace
 
-load_result run_closed_loop(const load_options& options, const request_factory& make_request,
-                            const response_sink& on_response, const load_hooks& hooks) {
+load_result run_closed_loop(const load_options& options, const request_factory& make_request, const response_sink& on_response,
+                            const load_hooks& hooks) {
   const unsigned threads = std::max(1u, options.client_threads);
   net::io_context ioc(static_cast<int>(threads));
   run_control run{options, make_request, on_response, tcp::endpoint(net::ip::address_v4::loopback(), options.port), {}, {}};

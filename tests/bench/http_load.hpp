@@ -24,7 +24,7 @@ struct load_options {
   std::uint16_t port = 0;  // on 127.0.0.1, always
   unsigned connections = 1;
   std::chrono::duration<double> duration{5.0};  // upper bound even when max_requests is set
-  std::uint64_t max_requests = 0;                // 0: only the duration ends the run
+  std::uint64_t max_requests = 0;               // 0: only the duration ends the run
   unsigned client_threads = 1;
   std::chrono::milliseconds request_timeout{5000};
   const std::atomic<bool>* interrupted = nullptr;  // Ctrl-C: stop issuing, finish in-flight
@@ -46,7 +46,7 @@ struct load_hooks {
 };
 
 struct load_result {
-  latency_recorder latencies;     // successful (2xx) requests only
+  latency_recorder latencies;  // successful (2xx) requests only
   std::uint64_t ok = 0;
   std::uint64_t http_errors = 0;  // answered, but not 2xx
   std::uint64_t io_errors = 0;    // connect, write, read, timeout, closed mid-request
@@ -60,7 +60,7 @@ struct load_result {
 };
 
 // Throws std::runtime_error when not even one connection can be opened.
-load_result run_closed_loop(const load_options& options, const request_factory& make_request,
-                            const response_sink& on_response, const load_hooks& hooks = {});
+load_result run_closed_loop(const load_options& options, const request_factory& make_request, const response_sink& on_response,
+                            const load_hooks& hooks = {});
 
 }  // namespace agw::bench

@@ -46,7 +46,7 @@ struct idle_setup {
   std::size_t failed = 0;  // could not open (connect/status/EMFILE)
   std::string first_error;
   std::optional<double> rss_before_kib, rss_half_kib, rss_full_kib;
-  std::size_t half = 0;  // connections open at the rss_half sample
+  std::size_t half = 0;                // connections open at the rss_half sample
   std::optional<double> streams_open;  // the server's gateway_sse_streams_open gauge with all open
   double open_s = 0;                   // time to open them all
 
@@ -157,8 +157,8 @@ void print_tables(std::FILE* out, const idle_results& r) {
   if (!r.windows.empty()) {
     auto m = [have_cpu](const std::vector<double>& v) { return have_cpu ? std::optional<double>(median(v)) : std::nullopt; };
     std::fprintf(out, "%-6s %8.2f %11.0f %11.0f %9s %8s %10s %8.2f %9.0f %7.0f %7.0f\n", "median", median(secs), median(hb),
-                 median(exp), opt(m(cpu), "%.3f").c_str(), opt(m(core), "%.2f").c_str(), opt(m(per), "%.2f").c_str(),
-                 median(cli), median(open), median(silent), median(closed));
+                 median(exp), opt(m(cpu), "%.3f").c_str(), opt(m(core), "%.2f").c_str(), opt(m(per), "%.2f").c_str(), median(cli),
+                 median(open), median(silent), median(closed));
   }
   std::fprintf(out, "aim (issue): <= 5 KiB per idle subscription\n");
 }
@@ -190,7 +190,8 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
   std::printf("open files limit: client (this process) soft %llu, hard %llu", static_cast<unsigned long long>(files.rlim_cur),
               static_cast<unsigned long long>(files.rlim_max));
   if (target.server) {
-    if (auto l = proc_open_files_limit(target.server->pid())) std::printf("; server soft %ld (inherited: raised before exec)", *l);
+    if (auto l = proc_open_files_limit(target.server->pid()))
+      std::printf("; server soft %ld (inherited: raised before exec)", *l);
   }
   std::printf("\n");
   if (files.rlim_cur < setup.wanted + 64)
@@ -200,7 +201,7 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
   std::vector<std::string> sessions;
   for (unsigned i = 0; i < setup.sessions; ++i)
     sessions.push_back(create_session(target.port, R"({"title":"bench idle )" + std::to_string(i) +
-                                                      R"(","metadata":{"bench":"gateway_bench","scenario":"idle"}})"));
+                                                       R"(","metadata":{"bench":"gateway_bench","scenario":"idle"}})"));
   const std::string host = "127.0.0.1:" + std::to_string(target.port);
   std::vector<std::string> requests;
   for (const auto& id : sessions)
@@ -221,9 +222,11 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
   setup.rss_half_kib = server_rss_kib(target);
   // The second half continues the round-robin where the first stopped.
   const auto second_half_start = fleet_clock::now();
-  fleet.open_many(setup.wanted - half, [&](std::size_t i) { return requests[(half + i) % requests.size()]; }, max_pending_connects,
-                  fleet_clock::now() + std::chrono::seconds(120), interrupted);
-  setup.open_s = std::chrono::duration<double>((first_half_opened - open_start) + (fleet_clock::now() - second_half_start)).count();
+  fleet.open_many(
+      setup.wanted - half, [&](std::size_t i) { return requests[(half + i) % requests.size()]; }, max_pending_connects,
+      fleet_clock::now() + std::chrono::seconds(120), interrupted);
+  setup.open_s =
+      std::chrono::duration<double>((first_half_opened - open_start) + (fleet_clock::now() - second_half_start)).count();
   settle(fleet, settle_s, interrupted);
   setup.rss_full_kib = server_rss_kib(target);
   setup.streams_open = metric_value(target.port, "gateway_sse_streams_open");
@@ -235,14 +238,15 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
       if (setup.first_error.empty()) setup.first_error = c.error.empty() ? "no response head" : c.error;
     }
   }
-  std::printf("  opened %zu of %u idle subscriptions over %u sessions in %.2f s (%zu failed); server RSS %s -> %s -> %s MiB: "
-              "%s KiB per subscription (second half: %s KiB); the server counts %s open SSE streams\n",
-              setup.opened, setup.wanted, setup.sessions, setup.open_s, setup.failed,
-              opt(setup.rss_before_kib ? std::optional<double>(*setup.rss_before_kib / 1024) : std::nullopt, "%.1f").c_str(),
-              opt(setup.rss_half_kib ? std::optional<double>(*setup.rss_half_kib / 1024) : std::nullopt, "%.1f").c_str(),
-              opt(setup.rss_full_kib ? std::optional<double>(*setup.rss_full_kib / 1024) : std::nullopt, "%.1f").c_str(),
-              opt(setup.kib_per_sub(), "%.2f").c_str(), opt(setup.kib_per_sub_marginal(), "%.2f").c_str(),
-              opt(setup.streams_open, "%.0f").c_str());
+  std::printf(
+      "  opened %zu of %u idle subscriptions over %u sessions in %.2f s (%zu failed); server RSS %s -> %s -> %s MiB: "
+      "%s KiB per subscription (second half: %s KiB); the server counts %s open SSE streams\n",
+      setup.opened, setup.wanted, setup.sessions, setup.open_s, setup.failed,
+      opt(setup.rss_before_kib ? std::optional<double>(*setup.rss_before_kib / 1024) : std::nullopt, "%.1f").c_str(),
+      opt(setup.rss_half_kib ? std::optional<double>(*setup.rss_half_kib / 1024) : std::nullopt, "%.1f").c_str(),
+      opt(setup.rss_full_kib ? std::optional<double>(*setup.rss_full_kib / 1024) : std::nullopt, "%.1f").c_str(),
+      opt(setup.kib_per_sub(), "%.2f").c_str(), opt(setup.kib_per_sub_marginal(), "%.2f").c_str(),
+      opt(setup.streams_open, "%.0f").c_str());
   if (!setup.first_error.empty()) std::printf("    first error: %s\n", setup.first_error.c_str());
   std::fflush(stdout);
 
@@ -283,11 +287,12 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
       ++w.open_at_end;
       if (c.heartbeats == 0) ++w.silent;
     }
-    std::printf("  window %u: %.2f s, %llu heartbeats (expected ~%.0f), server cpu %s s = %s%% of one core = %s us per heartbeat, "
-                "client cpu %.2f s, %zu open at the end, %zu silent, %zu closed\n",
-                run, w.seconds, static_cast<unsigned long long>(w.heartbeats), w.expected, opt(w.server_cpu_s, "%.3f").c_str(),
-                opt(w.core_percent(), "%.2f").c_str(), opt(w.us_per_heartbeat(), "%.2f").c_str(), w.client_cpu_s, w.open_at_end,
-                w.silent, w.closed);
+    std::printf(
+        "  window %u: %.2f s, %llu heartbeats (expected ~%.0f), server cpu %s s = %s%% of one core = %s us per heartbeat, "
+        "client cpu %.2f s, %zu open at the end, %zu silent, %zu closed\n",
+        run, w.seconds, static_cast<unsigned long long>(w.heartbeats), w.expected, opt(w.server_cpu_s, "%.3f").c_str(),
+        opt(w.core_percent(), "%.2f").c_str(), opt(w.us_per_heartbeat(), "%.2f").c_str(), w.client_cpu_s, w.open_at_end, w.silent,
+        w.closed);
     if (!w.first_error.empty()) std::printf("    first error: %s\n", w.first_error.c_str());
     std::fflush(stdout);
     measurement m;

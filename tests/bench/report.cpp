@@ -16,19 +16,19 @@ std::optional<double> server_us_per_request(const measurement& m) {
 }
 
 void print_header(std::FILE* out) {
-  std::fprintf(out, "%-8s %5s %-6s %10s %9s %9s %7s %9s %11s %10s %11s\n", "op", "conns", "run", "req/s", "p50_us",
-               "p99_us", "errors", "requests", "srv_cpu_s", "srv_us/req", "client_cpu_s");
+  std::fprintf(out, "%-8s %5s %-6s %10s %9s %9s %7s %9s %11s %10s %11s\n", "op", "conns", "run", "req/s", "p50_us", "p99_us",
+               "errors", "requests", "srv_cpu_s", "srv_us/req", "client_cpu_s");
 }
 
-void print_row(std::FILE* out, const std::string& op, unsigned conns, const std::string& run, double rps, double p50,
-               double p99, double errors, double requests, std::optional<double> server_cpu,
-               std::optional<double> server_per_req, double client_cpu) {
+void print_row(std::FILE* out, const std::string& op, unsigned conns, const std::string& run, double rps, double p50, double p99,
+               double errors, double requests, std::optional<double> server_cpu, std::optional<double> server_per_req,
+               double client_cpu) {
   char cpu[32] = "-";
   char per_req[32] = "-";
   if (server_cpu) std::snprintf(cpu, sizeof cpu, "%.2f", *server_cpu);
   if (server_per_req) std::snprintf(per_req, sizeof per_req, "%.1f", *server_per_req);
-  std::fprintf(out, "%-8s %5u %-6s %10.1f %9.1f %9.1f %7.0f %9.0f %11s %10s %11.2f\n", op.c_str(), conns, run.c_str(), rps,
-               p50, p99, errors, requests, cpu, per_req, client_cpu);
+  std::fprintf(out, "%-8s %5u %-6s %10.1f %9.1f %9.1f %7.0f %9.0f %11s %10s %11.2f\n", op.c_str(), conns, run.c_str(), rps, p50,
+               p99, errors, requests, cpu, per_req, client_cpu);
 }
 
 }  // namespace
@@ -72,9 +72,8 @@ void report::print_summary(std::string_view title) const {
     bool have_cpu = true;
     for (const auto& m : rows_) {
       if (m.operation != op || m.connections != conns) continue;
-      print_row(out_, op, conns, std::to_string(m.run), m.requests_per_s, m.p50_us, m.p99_us,
-                static_cast<double>(m.errors), static_cast<double>(m.requests), m.server_cpu_s, server_us_per_request(m),
-                m.client_cpu_s);
+      print_row(out_, op, conns, std::to_string(m.run), m.requests_per_s, m.p50_us, m.p99_us, static_cast<double>(m.errors),
+                static_cast<double>(m.requests), m.server_cpu_s, server_us_per_request(m), m.client_cpu_s);
       rps.push_back(m.requests_per_s);
       p50.push_back(m.p50_us);
       p99.push_back(m.p99_us);

@@ -135,7 +135,8 @@ resume_result resume_once(std::uint16_t port, const std::string& session, std::i
   std::string_view rec = std::string_view(data).substr(reconnected_at);
   rec = rec.substr(0, rec.find("\n\n"));
   const auto replayed = json_int(rec, "replayed");
-  if (rec.find("\"gap\":false") == std::string_view::npos) return finish("reconnected with gap: " + std::string(rec.substr(0, 200)));
+  if (rec.find("\"gap\":false") == std::string_view::npos)
+    return finish("reconnected with gap: " + std::string(rec.substr(0, 200)));
   if (!replayed || *replayed != last - after)
     return finish("reconnected says replayed " + (replayed ? std::to_string(*replayed) : std::string("?")) + ", expected " +
                   std::to_string(last - after));
@@ -227,28 +228,33 @@ std::string opt(std::optional<double> v, const char* fmt) {
 }
 
 void print_table(std::FILE* out, const std::vector<resume_run>& rows, const std::vector<resume_case>& cases, std::int64_t last) {
-  std::fprintf(out,
-               "latency = connect + GET /events with Last-Event-ID N -> the whole first replayed frame (after reconnected),\n"
-               "in ms; reconn = to the reconnected frame; one resume at a time; srv_us/res = server CPU us per resume\n"
-               "(the replay the server goes on writing after the client left is included); rqwait = s the server's threads /\n"
-               "the client sat runnable without a CPU during the run (a busy machine shows in p99 there); session of %lld events\n",
-               static_cast<long long>(last));
+  std::fprintf(
+      out,
+      "latency = connect + GET /events with Last-Event-ID N -> the whole first replayed frame (after reconnected),\n"
+      "in ms; reconn = to the reconnected frame; one resume at a time; srv_us/res = server CPU us per resume\n"
+      "(the replay the server goes on writing after the client left is included); rqwait = s the server's threads /\n"
+      "the client sat runnable without a CPU during the run (a busy machine shows in p99 there); session of %lld events\n",
+      static_cast<long long>(last));
   for (const auto& c : cases)
     std::fprintf(out, "  %-10s N in [%lld, %lld]\n", c.label.c_str(), static_cast<long long>(c.lo), static_cast<long long>(c.hi));
-  std::fprintf(out, "%-10s %-6s %8s %8s %8s %8s %9s %9s %9s %10s %10s %8s %10s %7s\n", "case", "run", "resumes", "p50_ms", "p99_ms",
-               "max_ms", "reconn50", "reconn99", "srv_cpu", "srv_us/res", "srv_rqwait", "cli_cpu", "cli_rqwait", "errors");
+  std::fprintf(out, "%-10s %-6s %8s %8s %8s %8s %9s %9s %9s %10s %10s %8s %10s %7s\n", "case", "run", "resumes", "p50_ms",
+               "p99_ms", "max_ms", "reconn50", "reconn99", "srv_cpu", "srv_us/res", "srv_rqwait", "cli_cpu", "cli_rqwait",
+               "errors");
   for (const auto& c : cases) {
     std::vector<double> resumes, p50, p99, mx, r50, r99, cpu, per, cli, errors, srw, crw;
     bool have_cpu = true, have_srw = true;
     for (const auto& r : rows) {
       if (r.label != c.label) continue;
-      std::fprintf(out, "%-10s %-6u %8llu %8.3f %8.3f %8.3f %9.3f %9.3f %9s %10s %10s %8.2f %10.2f %7llu\n", r.label.c_str(), r.run,
-                   static_cast<unsigned long long>(r.resumes), r.p50_ms, r.p99_ms, r.max_ms, r.rec_p50_ms, r.rec_p99_ms,
-                   opt(r.server_cpu_s, "%.2f").c_str(), opt(r.us_per_resume(), "%.0f").c_str(), opt(r.server_rqwait_s, "%.2f").c_str(),
-                   r.client_cpu_s, r.client_rqwait_s, static_cast<unsigned long long>(r.errors));
+      std::fprintf(out, "%-10s %-6u %8llu %8.3f %8.3f %8.3f %9.3f %9.3f %9s %10s %10s %8.2f %10.2f %7llu\n", r.label.c_str(),
+                   r.run, static_cast<unsigned long long>(r.resumes), r.p50_ms, r.p99_ms, r.max_ms, r.rec_p50_ms, r.rec_p99_ms,
+                   opt(r.server_cpu_s, "%.2f").c_str(), opt(r.us_per_resume(), "%.0f").c_str(),
+                   opt(r.server_rqwait_s, "%.2f").c_str(), r.client_cpu_s, r.client_rqwait_s,
+                   static_cast<unsigned long long>(r.errors));
       crw.push_back(r.client_rqwait_s);
-      if (r.server_rqwait_s) srw.push_back(*r.server_rqwait_s);
-      else have_srw = false;
+      if (r.server_rqwait_s)
+        srw.push_back(*r.server_rqwait_s);
+      else
+        have_srw = false;
       resumes.push_back(static_cast<double>(r.resumes));
       p50.push_back(r.p50_ms);
       p99.push_back(r.p99_ms);
@@ -266,10 +272,11 @@ void print_table(std::FILE* out, const std::vector<resume_run>& rows, const std:
     }
     if (resumes.empty()) continue;
     auto m = [have_cpu](const std::vector<double>& v) { return have_cpu ? std::optional<double>(median(v)) : std::nullopt; };
-    std::fprintf(out, "%-10s %-6s %8.0f %8.3f %8.3f %8.3f %9.3f %9.3f %9s %10s %10s %8.2f %10.2f %7.0f\n", c.label.c_str(), "median",
-                 median(resumes), median(p50), median(p99), median(mx), median(r50), median(r99), opt(m(cpu), "%.2f").c_str(),
-                 opt(m(per), "%.0f").c_str(), opt(have_srw ? std::optional<double>(median(srw)) : std::nullopt, "%.2f").c_str(),
-                 median(cli), median(crw), median(errors));
+    std::fprintf(out, "%-10s %-6s %8.0f %8.3f %8.3f %8.3f %9.3f %9.3f %9s %10s %10s %8.2f %10.2f %7.0f\n", c.label.c_str(),
+                 "median", median(resumes), median(p50), median(p99), median(mx), median(r50), median(r99),
+                 opt(m(cpu), "%.2f").c_str(), opt(m(per), "%.0f").c_str(),
+                 opt(have_srw ? std::optional<double>(median(srw)) : std::nullopt, "%.2f").c_str(), median(cli), median(crw),
+                 median(errors));
   }
   std::fprintf(out, "aims (issue): resume p50 <= 1 ms and p99 <= 2 ms, also when the replay comes from the log\n");
 }
@@ -311,27 +318,33 @@ void run_resume_scenario(const bench_options& options, bench_target& target, rep
   // The session: one run of events - 3 tokens (status, tokens, usage, done).
   const unsigned tokens = events - 3;
   const std::string session = create_session(
-      target.port, R"({"title":"bench resume","metadata":{"bench":"gateway_bench","scenario":"resume"},"config":{"provider":"mock","mock":{"tokens":)" +
-                       std::to_string(tokens) + "}}}");
+      target.port,
+      R"({"title":"bench resume","metadata":{"bench":"gateway_bench","scenario":"resume"},"config":{"provider":"mock","mock":{"tokens":)" +
+          std::to_string(tokens) + "}}}");
   const std::string host = "127.0.0.1:" + std::to_string(target.port);
   sse_fleet fleet(target.port);
-  const auto anchor = fleet.open("GET /sessions/" + session + "/events HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\n\r\n");
-  fleet.run_until([&] { return fleet.heads() + fleet.ended_count() >= 1; }, fleet_clock::now() + std::chrono::seconds(10), interrupted);
-  if (fleet.conn(anchor).ended()) throw std::runtime_error("the anchor subscriber could not connect: " + fleet.conn(anchor).error);
+  const auto anchor =
+      fleet.open("GET /sessions/" + session + "/events HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\n\r\n");
+  fleet.run_until([&] { return fleet.heads() + fleet.ended_count() >= 1; }, fleet_clock::now() + std::chrono::seconds(10),
+                  interrupted);
+  if (fleet.conn(anchor).ended())
+    throw std::runtime_error("the anchor subscriber could not connect: " + fleet.conn(anchor).error);
   const std::string body = R"({"content":"bench resume"})";
   fleet.open("POST /sessions/" + session + "/messages HTTP/1.1\r\nHost: " + host +
              "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nConnection: close\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\n\r\n" + body);
   fleet.run_until([&] { return fleet.settled() == fleet.size(); }, fleet_clock::now() + std::chrono::seconds(120), interrupted);
   if (interrupted && interrupted->load()) return;
-  if (fleet.conn(anchor).dones != 1) throw std::runtime_error("the anchor subscriber did not get the run's done: " + fleet.conn(anchor).error);
+  if (fleet.conn(anchor).dones != 1)
+    throw std::runtime_error("the anchor subscriber did not get the run's done: " + fleet.conn(anchor).error);
   const std::int64_t last = session_last_event_id(target.port, session);
   *last_holder = last;
   std::printf("session %s: %lld events (run of %u tokens); the anchor subscriber got %llu frames\n", session.c_str(),
               static_cast<long long>(last), tokens, static_cast<unsigned long long>(fleet.conn(anchor).frames));
   if (last < 2 * ring_size + 10) throw std::runtime_error("the session is too short for the log case");
 
-  *cases = {{"ring", last - ring_size, last - 1}, {"log", 0, last - 2 * ring_size - 1}, {"log-recent", last - ring_size, last - 1}};
+  *cases = {
+      {"ring", last - ring_size, last - 1}, {"log", 0, last - 2 * ring_size - 1}, {"log-recent", last - ring_size, last - 1}};
   std::mt19937_64 rng(20261122);
   for (const auto& c : *cases) {
     if (interrupted && interrupted->load()) return;
@@ -354,12 +367,13 @@ void run_resume_scenario(const bench_options& options, bench_target& target, rep
       if (interrupted && interrupted->load()) return;
       auto r = measure_resumes(target, session, last, c, count, run, rng, fleet);
       target.check_alive();
-      std::printf("  %-10s run %u: %llu resumes in %.2f s, first replayed frame p50 %.3f ms p99 %.3f ms max %.3f ms, "
-                  "reconnected p50 %.3f ms p99 %.3f ms, server cpu %s s (%s us/resume; its threads waited %s s for a CPU), "
-                  "client waited %.2f s, %llu errors\n",
-                  r.label.c_str(), run, static_cast<unsigned long long>(r.resumes), r.wall_s, r.p50_ms, r.p99_ms, r.max_ms,
-                  r.rec_p50_ms, r.rec_p99_ms, opt(r.server_cpu_s, "%.2f").c_str(), opt(r.us_per_resume(), "%.0f").c_str(),
-                  opt(r.server_rqwait_s, "%.2f").c_str(), r.client_rqwait_s, static_cast<unsigned long long>(r.errors));
+      std::printf(
+          "  %-10s run %u: %llu resumes in %.2f s, first replayed frame p50 %.3f ms p99 %.3f ms max %.3f ms, "
+          "reconnected p50 %.3f ms p99 %.3f ms, server cpu %s s (%s us/resume; its threads waited %s s for a CPU), "
+          "client waited %.2f s, %llu errors\n",
+          r.label.c_str(), run, static_cast<unsigned long long>(r.resumes), r.wall_s, r.p50_ms, r.p99_ms, r.max_ms, r.rec_p50_ms,
+          r.rec_p99_ms, opt(r.server_cpu_s, "%.2f").c_str(), opt(r.us_per_resume(), "%.0f").c_str(),
+          opt(r.server_rqwait_s, "%.2f").c_str(), r.client_rqwait_s, static_cast<unsigned long long>(r.errors));
       if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
       std::fflush(stdout);
       out.add_quietly(to_measurement(r));

@@ -22,8 +22,8 @@ struct bench_options {
   std::string scenario = "sessions";
   std::vector<unsigned> connections{1, 64};
   bool connections_given = false;  // false: the scenario's default_connections apply
-  double seconds = 5.0;        // per measurement
-  std::uint64_t requests = 0;  // per measurement; 0: --seconds decides
+  double seconds = 5.0;            // per measurement
+  std::uint64_t requests = 0;      // per measurement; 0: --seconds decides
   unsigned repeat = 3;
   double warmup_seconds = 0.5;  // per connection count, not reported
   unsigned client_threads = 1;

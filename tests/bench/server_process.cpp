@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -197,7 +197,8 @@ void server_process::print_thread_use(const std::vector<std::pair<std::size_t, t
   std::printf("    server threads (name#creation order: cpu s/run-queue wait s, W = wrote to storage):");
   for (const auto& [index, t] : threads)
     if (t.cpu_seconds >= 0.005 || t.write_bytes > 0)
-      std::printf(" %s#%zu %.2f/%.2f%s", t.name.c_str(), index, t.cpu_seconds, t.runqueue_wait_seconds, t.write_bytes > 0 ? "W" : "");
+      std::printf(" %s#%zu %.2f/%.2f%s", t.name.c_str(), index, t.cpu_seconds, t.runqueue_wait_seconds,
+                  t.write_bytes > 0 ? "W" : "");
   std::printf("\n");
 }
 

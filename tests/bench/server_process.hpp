@@ -20,8 +20,7 @@ class server_process {
 
   // Starts the binary and waits (up to start_timeout) for its "listening on" line;
   // throws std::runtime_error with the server's stderr when it does not come.
-  server_process(std::filesystem::path binary, env_map extra_env,
-                 std::chrono::seconds start_timeout = std::chrono::seconds(15));
+  server_process(std::filesystem::path binary, env_map extra_env, std::chrono::seconds start_timeout = std::chrono::seconds(15));
   ~server_process();
   server_process(const server_process&) = delete;
   server_process& operator=(const server_process&) = delete;
@@ -41,10 +40,10 @@ class server_process {
   // CPU per server thread (tid order is creation order).
   struct thread_sample {
     pid_t tid = 0;
-    std::string name;                     // /proc/.../comm: agw-writer, agw-io-1, ... (the main thread: agent-gateway)
-    double cpu_seconds = 0.0;             // utime + stime
-    double runqueue_wait_seconds = 0.0;   // /proc/.../schedstat: runnable, but no CPU free
-    std::uint64_t write_bytes = 0;        // /proc/.../io: storage writes (the SQLite writer's)
+    std::string name;                    // /proc/.../comm: agw-writer, agw-io-1, ... (the main thread: agent-gateway)
+    double cpu_seconds = 0.0;            // utime + stime
+    double runqueue_wait_seconds = 0.0;  // /proc/.../schedstat: runnable, but no CPU free
+    std::uint64_t write_bytes = 0;       // /proc/.../io: storage writes (the SQLite writer's)
   };
   std::vector<thread_sample> thread_samples() const;  // sorted by tid; empty once gone
   // Each thread's use since `before` (a thread started meanwhile counts from zero), with

@@ -78,8 +78,8 @@ timed_load create_sessions(const bench_options& options, bench_target& target, u
     req.method(http::verb::post);
     req.target("/sessions");
     req.set(http::field::content_type, "application/json");
-    req.body() = R"({"title":"bench )" + tag + " " + c + "-" + s + R"(","metadata":{"bench":"gateway_bench","phase":")" +
-                 tag + R"(","connection":")" + c + R"(","seq":")" + s + R"("}})";
+    req.body() = R"({"title":"bench )" + tag + " " + c + "-" + s + R"(","metadata":{"bench":"gateway_bench","phase":")" + tag +
+                 R"(","connection":")" + c + R"(","seq":")" + s + R"("}})";
   };
   auto sink = [&created, &missing_ids](unsigned conn, const bench_response& res) {
     boost::system::error_code ec;
@@ -92,8 +92,7 @@ timed_load create_sessions(const bench_options& options, bench_target& target, u
   };
   auto t = measure(options, target, connections, seconds, max_requests, make, sink);
   if (missing_ids.load() > 0)
-    std::printf("  warning: %llu create answers carried no string \"id\"\n",
-                static_cast<unsigned long long>(missing_ids.load()));
+    std::printf("  warning: %llu create answers carried no string \"id\"\n", static_cast<unsigned long long>(missing_ids.load()));
   for (auto& ids : created) pool.insert(pool.end(), std::make_move_iterator(ids.begin()), std::make_move_iterator(ids.end()));
   return t;
 }

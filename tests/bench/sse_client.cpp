@@ -119,7 +119,8 @@ simple_response http_call(std::uint16_t port, std::string_view method, std::stri
 
 std::string create_session(std::uint16_t port, const std::string& body) {
   auto r = http_call(port, "POST", "/sessions", body);
-  if (r.status != 201) throw std::runtime_error("POST /sessions -> " + std::to_string(r.status) + " " + r.error + r.body.substr(0, 200));
+  if (r.status != 201)
+    throw std::runtime_error("POST /sessions -> " + std::to_string(r.status) + " " + r.error + r.body.substr(0, 200));
   boost::system::error_code ec;
   auto v = boost::json::parse(r.body, ec);
   const boost::json::value* id = (!ec && v.is_object()) ? v.as_object().if_contains("id") : nullptr;
@@ -137,7 +138,8 @@ std::int64_t session_last_event_id(std::uint16_t port, const std::string& id) {
   auto r = http_call(port, "GET", "/sessions/" + id);
   boost::system::error_code ec;
   auto v = boost::json::parse(r.body, ec);
-  const boost::json::value* last = (r.status == 200 && !ec && v.is_object()) ? v.as_object().if_contains("last_event_id") : nullptr;
+  const boost::json::value* last =
+      (r.status == 200 && !ec && v.is_object()) ? v.as_object().if_contains("last_event_id") : nullptr;
   if (!last || !last->is_int64())
     throw std::runtime_error("GET /sessions/" + id + " -> " + std::to_string(r.status) + " " + r.error + r.body.substr(0, 200));
   return last->as_int64();
@@ -307,8 +309,10 @@ void sse_fleet::scan(sse_conn& c, const char* p, std::size_t n, fleet_clock::tim
     c.carry.append(p, static_cast<std::size_t>(nl - p));
     line(c, c.carry.data(), c.carry.size(), now);
     if (c.ended()) return;
-    if (c.carry.capacity() > 64 * 1024) std::string().swap(c.carry);  // a done's long line: give it back
-    else c.carry.clear();
+    if (c.carry.capacity() > 64 * 1024)
+      std::string().swap(c.carry);  // a done's long line: give it back
+    else
+      c.carry.clear();
     p = nl + 1;
   }
   while (p < end_p) {

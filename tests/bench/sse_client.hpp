@@ -110,9 +110,9 @@ class sse_fleet {
   const sse_conn& conn(std::size_t i) const { return conns_[i]; }
   std::size_t size() const { return conns_.size(); }
   // Aggregates, kept up to date so run_until predicates are O(1).
-  std::size_t heads() const { return heads_; }                    // connections that got a response head
-  std::size_t ended_count() const { return ended_; }              // closed by either side, or failed
-  std::size_t with_done() const { return with_done_; }            // connections with dones >= 1 in this window
+  std::size_t heads() const { return heads_; }          // connections that got a response head
+  std::size_t ended_count() const { return ended_; }    // closed by either side, or failed
+  std::size_t with_done() const { return with_done_; }  // connections with dones >= 1 in this window
   // Connections that got a done in this window or ended without one: size() means all settled.
   std::size_t settled() const { return with_done_ + ended_no_done_; }
   std::uint64_t window_frames() const { return window_frames_; }  // "id: " lines in this window, all connections

@@ -202,7 +202,8 @@ class response_parser {
       stop("200 without Content-Type: text/event-stream");
       return;
     }
-    phase_ = header_value("\r\ntransfer-encoding:").find("chunked") != std::string_view::npos ? phase::size_line : phase::identity;
+    phase_ =
+        header_value("\r\ntransfer-encoding:").find("chunked") != std::string_view::npos ? phase::size_line : phase::identity;
   }
 
   void chunk_size(std::string_view l) {
@@ -259,7 +260,7 @@ class response_parser {
       if (kind_ == event_kind::error && error_data_.empty()) error_data_.assign(value.substr(0, 200));
     } else if (field == "event") {
       frame_open_ = true;
-      kind_ = value == "token" ? event_kind::token
+      kind_ = value == "token"   ? event_kind::token
               : value == "done"  ? event_kind::done
               : value == "error" ? event_kind::error
                                  : event_kind::other;
@@ -447,7 +448,7 @@ struct stream_run {
   double events_per_s = 0;
   double ttft_p50_ms = 0, ttft_p99_ms = 0;
   double ttft_min_ms = 0;
-  double done_p50_s = 0;  // when half of the streams had their done, from the first POST
+  double done_p50_s = 0;                                      // when half of the streams had their done, from the first POST
   double drift_p50_ms = 0, drift_p99_ms = 0, gap_p99_ms = 0;  // rate mode only
   double first_anchored_p99_ms = 0;  // rate mode: the drift with the schedule anchored at the first token's arrival
   double steady_p99_ms = 0;          // rate mode: the drift of tokens from steady_from_token on
@@ -469,7 +470,8 @@ std::vector<std::string> create_sessions(const bench_options& options, bench_tar
     config += R"(,"tokens_per_second":)" + std::string(buf);
   }
   config += "}}";
-  const std::string body = R"({"title":"bench streams","metadata":{"bench":"gateway_bench","scenario":"streams"},"config":)" + config + "}";
+  const std::string body =
+      R"({"title":"bench streams","metadata":{"bench":"gateway_bench","scenario":"streams"},"config":)" + config + "}";
 
   load_options load;
   load.port = target.port;
@@ -502,7 +504,8 @@ std::vector<std::string> create_sessions(const bench_options& options, bench_tar
   return ids;
 }
 
-stream_run measure_streams(const bench_options& options, bench_target& target, double rate, unsigned connections, unsigned run_no) {
+stream_run measure_streams(const bench_options& options, bench_target& target, double rate, unsigned connections,
+                           unsigned run_no) {
   stream_run out;
   out.mode = rate_label(rate);
   out.rate = rate;
@@ -579,8 +582,10 @@ stream_run measure_streams(const bench_options& options, bench_target& target, d
   const auto start = clock_type::now();
   deadline = start + deadline_after;
   for (unsigned i = 0; i < connections; ++i) conns[i]->start(requests[i], shared);
-  if (shared.remaining.load() == 0) all_finished = true;  // nothing connected: nothing to wait for
-  else arm();
+  if (shared.remaining.load() == 0)
+    all_finished = true;  // nothing connected: nothing to wait for
+  else
+    arm();
   // Each client io thread notes how long it sat runnable without a CPU: on a shared
   // machine that delay is in every arrival time the client records.
   std::atomic<std::int64_t> client_wait_ns{0};
@@ -686,13 +691,15 @@ std::optional<double> us_per_event(const stream_run& r) {
 }
 
 void print_progress(const stream_run& r) {
-  std::printf("  %-6s C=%-4u run %u: %.0f events/s (%llu events in %.3f s, half the streams done at %.3f s), ttft min %.2f "
-              "p50 %.2f p99 %.2f ms",
-              r.mode.c_str(), r.connections, r.run, r.events_per_s, static_cast<unsigned long long>(r.events), r.wall_s,
-              r.done_p50_s, r.ttft_min_ms, r.ttft_p50_ms, r.ttft_p99_ms);
+  std::printf(
+      "  %-6s C=%-4u run %u: %.0f events/s (%llu events in %.3f s, half the streams done at %.3f s), ttft min %.2f "
+      "p50 %.2f p99 %.2f ms",
+      r.mode.c_str(), r.connections, r.run, r.events_per_s, static_cast<unsigned long long>(r.events), r.wall_s, r.done_p50_s,
+      r.ttft_min_ms, r.ttft_p50_ms, r.ttft_p99_ms);
   if (r.rate > 0)
-    std::printf(", drift p50 %.2f ms p99 %.2f ms (from token %zu on: p99 %.2f ms; first-token anchor p99 %.2f ms), gap p99 %.2f ms",
-                r.drift_p50_ms, r.drift_p99_ms, steady_from_token, r.steady_p99_ms, r.first_anchored_p99_ms, r.gap_p99_ms);
+    std::printf(
+        ", drift p50 %.2f ms p99 %.2f ms (from token %zu on: p99 %.2f ms; first-token anchor p99 %.2f ms), gap p99 %.2f ms",
+        r.drift_p50_ms, r.drift_p99_ms, steady_from_token, r.steady_p99_ms, r.first_anchored_p99_ms, r.gap_p99_ms);
   if (r.server_cpu_s) std::printf(", server cpu %.2f s (%s us/event)", *r.server_cpu_s, opt(us_per_event(r), "%.2f").c_str());
   if (r.server_rqwait_s) std::printf(", server waited %.2f s for a CPU", *r.server_rqwait_s);
   if (r.peak_rss_mib) std::printf(", peak rss %.1f MiB", *r.peak_rss_mib);
@@ -719,8 +726,8 @@ void print_table(std::FILE* out, const std::vector<stream_run>& rows, unsigned t
     std::fprintf(out, "%-6s %5u %-6s %9.0f %8.2f %8.2f %9s %9s %8s %8s %9s %10s %7s %8.2f %10.2f %7.0f %7.0f\n", mode.c_str(),
                  conns, run.c_str(), eps, t50, t99, rated ? opt(d50, "%.2f").c_str() : "-",
                  rated ? opt(d99, "%.2f").c_str() : "-", rated ? opt(g99, "%.2f").c_str() : "-", opt(cpu, "%.2f").c_str(),
-                 opt(per_ev, "%.2f").c_str(), opt(rqwait, "%.2f").c_str(), opt(rss, "%.1f").c_str(), client, client_wait,
-                 errors, events);
+                 opt(per_ev, "%.2f").c_str(), opt(rqwait, "%.2f").c_str(), opt(rss, "%.1f").c_str(), client, client_wait, errors,
+                 events);
   };
   std::vector<std::pair<std::string, unsigned>> groups;
   for (const auto& r : rows) {
@@ -733,9 +740,9 @@ void print_table(std::FILE* out, const std::vector<stream_run>& rows, unsigned t
     for (const auto& r : rows) {
       if (r.mode != mode || r.connections != conns) continue;
       rated = r.rate > 0;
-      row(mode, conns, std::to_string(r.run), r.events_per_s, r.ttft_p50_ms, r.ttft_p99_ms, rated, r.drift_p50_ms,
-          r.drift_p99_ms, r.gap_p99_ms, r.server_cpu_s, us_per_event(r), r.server_rqwait_s, r.peak_rss_mib, r.client_cpu_s,
-          r.client_rqwait_s, static_cast<double>(r.errors), static_cast<double>(r.events));
+      row(mode, conns, std::to_string(r.run), r.events_per_s, r.ttft_p50_ms, r.ttft_p99_ms, rated, r.drift_p50_ms, r.drift_p99_ms,
+          r.gap_p99_ms, r.server_cpu_s, us_per_event(r), r.server_rqwait_s, r.peak_rss_mib, r.client_cpu_s, r.client_rqwait_s,
+          static_cast<double>(r.errors), static_cast<double>(r.events));
       eps.push_back(r.events_per_s);
       t50.push_back(r.ttft_p50_ms);
       t99.push_back(r.ttft_p99_ms);
@@ -752,13 +759,18 @@ void print_table(std::FILE* out, const std::vector<stream_run>& rows, unsigned t
       } else {
         have_cpu = false;
       }
-      if (r.peak_rss_mib) rss.push_back(*r.peak_rss_mib);
-      else have_rss = false;
-      if (r.server_rqwait_s) rqwait.push_back(*r.server_rqwait_s);
-      else have_rqwait = false;
+      if (r.peak_rss_mib)
+        rss.push_back(*r.peak_rss_mib);
+      else
+        have_rss = false;
+      if (r.server_rqwait_s)
+        rqwait.push_back(*r.server_rqwait_s);
+      else
+        have_rqwait = false;
     }
     row(mode, conns, "median", median(eps), median(t50), median(t99), rated, median(d50), median(d99), median(g99),
-        have_cpu ? std::optional<double>(median(cpu)) : std::nullopt, have_cpu ? std::optional<double>(median(per_ev)) : std::nullopt,
+        have_cpu ? std::optional<double>(median(cpu)) : std::nullopt,
+        have_cpu ? std::optional<double>(median(per_ev)) : std::nullopt,
         have_rqwait ? std::optional<double>(median(rqwait)) : std::nullopt,
         have_rss ? std::optional<double>(median(rss)) : std::nullopt, median(client), median(client_wait), median(errors),
         median(events));

@@ -136,7 +136,8 @@ TEST_CASE("checkpoint: parse rejects unreadable checkpoints") {
   }
   // A checkpoint written before events_before existed still reads (as 0).
   const auto old = parse_checkpoint(
-      R"({"format":1,"messages":[],"run":{"id":"r","state":"completed","user_message_id":"u","started_at_ms":1,"ended_at_ms":2}})", "s");
+      R"({"format":1,"messages":[],"run":{"id":"r","state":"completed","user_message_id":"u","started_at_ms":1,"ended_at_ms":2}})",
+      "s");
   REQUIRE(old.run);
   CHECK(old.run->events_before == 0);
 }

@@ -59,8 +59,8 @@ TEST_CASE("event_buffer: fills, then wraps around keeping the newest capacity fr
     std::int64_t pushed;  // frames first_id .. first_id + pushed - 1
   };
   const row rows[] = {
-      {4, 1, 1}, {4, 1, 3}, {4, 1, 4}, {4, 1, 5}, {4, 1, 7}, {4, 1, 8}, {4, 1, 9}, {4, 1, 23},
-      {1, 1, 1}, {1, 1, 2}, {1, 1, 10}, {3, 41, 10}, {5, 1000, 5}, {5, 1000, 6},
+      {4, 1, 1},  {4, 1, 3}, {4, 1, 4}, {4, 1, 5},  {4, 1, 7},   {4, 1, 8},    {4, 1, 9},
+      {4, 1, 23}, {1, 1, 1}, {1, 1, 2}, {1, 1, 10}, {3, 41, 10}, {5, 1000, 5}, {5, 1000, 6},
   };
   for (const auto& r : rows) {
     CAPTURE(r.capacity);

@@ -13,20 +13,16 @@ TEST_CASE("ids: is_uuid") {
     bool expected;
   };
   const row rows[] = {
-      {"123e4567-e89b-12d3-a456-426614174000", true},
-      {"00000000-0000-0000-0000-000000000000", true},
-      {"FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF", true},
-      {"", false},
-      {"123e4567e89b12d3a456426614174000", false},          // no dashes
-      {"123e4567-e89b-12d3-a456-42661417400", false},       // 35
-      {"123e4567-e89b-12d3-a456-4266141740000", false},     // 37
-      {"123e4567-e89b-12d3-a456_426614174000", false},      // wrong separator
-      {"123e4567-e89b-12d3-a4560426614174000-", false},     // dash moved
-      {"g23e4567-e89b-12d3-a456-426614174000", false},      // not hex
-      {"123e4567-e89b-12d3-a456-42661417400 ", false},
-      {"{123e4567-e89b-12d3-a456-426614174000}", false},
-      {"123e4567-e89b-12d3-a456-426614174000\n", false},
-      {"../../../../etc/passwd/../../../../../", false},
+      {"123e4567-e89b-12d3-a456-426614174000", true},    {"00000000-0000-0000-0000-000000000000", true},
+      {"FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF", true},    {"", false},
+      {"123e4567e89b12d3a456426614174000", false},       // no dashes
+      {"123e4567-e89b-12d3-a456-42661417400", false},    // 35
+      {"123e4567-e89b-12d3-a456-4266141740000", false},  // 37
+      {"123e4567-e89b-12d3-a456_426614174000", false},   // wrong separator
+      {"123e4567-e89b-12d3-a4560426614174000-", false},  // dash moved
+      {"g23e4567-e89b-12d3-a456-426614174000", false},   // not hex
+      {"123e4567-e89b-12d3-a456-42661417400 ", false},   {"{123e4567-e89b-12d3-a456-426614174000}", false},
+      {"123e4567-e89b-12d3-a456-426614174000\n", false}, {"../../../../etc/passwd/../../../../../", false},
   };
   for (const auto& r : rows) {
     CAPTURE(r.text);
@@ -41,7 +37,7 @@ TEST_CASE("ids: new_uuid is canonical lower-case v4 and unique") {
     const auto id = agw::core::new_uuid();
     CAPTURE(id);
     REQUIRE(agw::core::is_uuid(id));
-    CHECK(id[14] == '4');                                   // version 4
+    CHECK(id[14] == '4');                                          // version 4
     CHECK(std::string("89ab").find(id[19]) != std::string::npos);  // RFC 4122 variant
     CHECK(id.find_first_of("ABCDEF") == std::string::npos);
     seen.insert(id);
@@ -49,8 +45,12 @@ TEST_CASE("ids: new_uuid is canonical lower-case v4 and unique") {
   CHECK(seen.size() == 2000);
   // Per-thread generators do not repeat each other.
   std::vector<std::string> a, b;
-  std::thread ta([&] { for (int i = 0; i < 500; ++i) a.push_back(agw::core::new_uuid()); });
-  std::thread tb([&] { for (int i = 0; i < 500; ++i) b.push_back(agw::core::new_uuid()); });
+  std::thread ta([&] {
+    for (int i = 0; i < 500; ++i) a.push_back(agw::core::new_uuid());
+  });
+  std::thread tb([&] {
+    for (int i = 0; i < 500; ++i) b.push_back(agw::core::new_uuid());
+  });
   ta.join();
   tb.join();
   for (const auto& id : a) seen.insert(id);

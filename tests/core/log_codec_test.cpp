@@ -27,13 +27,18 @@ std::vector<frame_ptr> sample(std::int64_t first) {
   std::int64_t id = first;
   out.push_back(share(make_event_frame(id++, event_type::status, run, "status", "thinking")));
   out.push_back(share(make_event_frame(id++, event_type::token, run, "content", "hello")));
-  out.push_back(share(make_event_frame(id++, event_type::token, run, "content", " a \"quoted\"\nline\\ with \t tabs and \xC3\xA9")));
-  out.push_back(share(make_event_frame(id++, event_type::tool_call, run, {{"id", "call_1"}, {"name", "calculator"}, {"args", boost::json::object{{"expression", "2+3*4"}}}})));
-  out.push_back(share(make_event_frame(id++, event_type::tool_result, run, {{"tool_call_id", "call_1"}, {"output", "14\n"}, {"exit_code", 0}})));
+  out.push_back(
+      share(make_event_frame(id++, event_type::token, run, "content", " a \"quoted\"\nline\\ with \t tabs and \xC3\xA9")));
+  out.push_back(share(
+      make_event_frame(id++, event_type::tool_call, run,
+                       {{"id", "call_1"}, {"name", "calculator"}, {"args", boost::json::object{{"expression", "2+3*4"}}}})));
+  out.push_back(share(
+      make_event_frame(id++, event_type::tool_result, run, {{"tool_call_id", "call_1"}, {"output", "14\n"}, {"exit_code", 0}})));
   out.push_back(share(make_event_frame(id++, event_type::usage, run, boost::json::object{})));
   out.push_back(share(make_event_frame(id++, event_type::token, other, "content", "another run")));
   out.push_back(share(make_event_frame(id++, event_type::token, "", "content", "no run id")));
-  out.push_back(share(make_event_frame(id++, event_type::done, run, {{"assistant_data", boost::json::object{{"content", "hello"}}}})));
+  out.push_back(
+      share(make_event_frame(id++, event_type::done, run, {{"assistant_data", boost::json::object{{"content", "hello"}}}})));
   return out;
 }
 
@@ -59,10 +64,12 @@ TEST_CASE("log_codec: decoding gives back every frame's exact text, with consecu
 }
 
 TEST_CASE("log_codec: a token is stored in about a quarter of its frame") {
-  const std::vector<frame_ptr> one{share(make_event_frame(1234, event_type::token, "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok17"))};
+  const std::vector<frame_ptr> one{
+      share(make_event_frame(1234, event_type::token, "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok17"))};
   std::string row;
   encode_log_frames(one, row);
-  const auto two = encode_log_frames(std::vector<frame_ptr>{one[0], share(make_event_frame(1235, event_type::token, "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok18"))});
+  const auto two = encode_log_frames(std::vector<frame_ptr>{
+      one[0], share(make_event_frame(1235, event_type::token, "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d", "content", " tok18"))});
   // The second token costs only its own line: the run is named once.
   CHECK(two.size() - row.size() < one[0]->sse.size() / 3);
 }
@@ -78,7 +85,8 @@ TEST_CASE("log_codec: encodings of consecutive frames concatenate") {
 }
 
 TEST_CASE("log_codec: rows of plain frame text (earlier versions) split by their id lines") {
-  const std::string a = make_event_frame(1, event_type::token, "r", "content", "a").sse, b = make_event_frame(2, event_type::token, "r", "content", "b").sse;
+  const std::string a = make_event_frame(1, event_type::token, "r", "content", "a").sse,
+                    b = make_event_frame(2, event_type::token, "r", "content", "b").sse;
   struct row {
     const char* name;
     std::string input;
@@ -88,7 +96,10 @@ TEST_CASE("log_codec: rows of plain frame text (earlier versions) split by their
   const row rows[] = {
       {"one", a, {1}, {a}},
       {"two", a + b, {1, 2}, {a, b}},
-      {"big id", "id: 9007199254740993\nevent: token\ndata: {}\n\n", {9007199254740993}, {"id: 9007199254740993\nevent: token\ndata: {}\n\n"}},
+      {"big id",
+       "id: 9007199254740993\nevent: token\ndata: {}\n\n",
+       {9007199254740993},
+       {"id: 9007199254740993\nevent: token\ndata: {}\n\n"}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -117,8 +128,14 @@ TEST_CASE("log_codec: verbatim records (earlier versions) decode into their even
 
 TEST_CASE("log_codec: a malformed row is a store_error") {
   // Earlier versions' plain text too: a frame without its data, or of no known type, is no event.
-  const char* rows[] = {"ftoken no newline", "x what\n", "t99\nshort", "tabc\nxyz", "ftoken_without_space\n",
-                        "fnot_a_type ,\"x\":1}\n", "id: 3\nevent: token", "id: 9\nevent: x\ndata: {}\n\n"};
+  const char* rows[] = {"ftoken no newline",
+                        "x what\n",
+                        "t99\nshort",
+                        "tabc\nxyz",
+                        "ftoken_without_space\n",
+                        "fnot_a_type ,\"x\":1}\n",
+                        "id: 3\nevent: token",
+                        "id: 9\nevent: x\ndata: {}\n\n"};
   for (const char* r : rows) {
     CAPTURE(r);
     CHECK_THROWS_AS(decode_log_frames(r, 1), agw::core::store_error);

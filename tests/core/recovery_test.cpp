@@ -4,8 +4,8 @@
 
 #include "core/clock.hpp"
 
-#include <boost/json/parse.hpp>
 #include <algorithm>
+#include <boost/json/parse.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,16 +72,14 @@ struct recovery_fixture {
     state.messages.push_back(message(run_id + ":u1", "user", "before", 1000));
     state.messages.push_back(message(run_id + ":a1", "assistant", "old answer", 1001));
     state.messages.push_back(message(run_id + ":u2", "user", "say hello", 1002));
-    state.run = agw::core::checkpoint_run{run_id, "running", run_id + ":u2", 1002, std::nullopt,
-                                          events_before, std::move(callback_url)};
+    state.run =
+        agw::core::checkpoint_run{run_id, "running", run_id + ":u2", 1002, std::nullopt, events_before, std::move(callback_url)};
     return state;
   }
   void append(const std::string& session_id, const std::vector<frame_ptr>& frames) {
     conn->append_events({session_id, frames.front()->id, frames.back()->id, agw::core::encode_log_frames(frames), 0});
   }
-  std::vector<frame_ptr> events(const std::string& session_id) {
-    return conn->events_after(session_id, 0, 100000);
-  }
+  std::vector<frame_ptr> events(const std::string& session_id) { return conn->events_after(session_id, 0, 100000); }
   agw::core::checkpoint_record latest(const agw::core::session_record& s) {
     auto cp = conn->latest_checkpoint(s.thread_id);
     REQUIRE(cp);

@@ -2,13 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -468,8 +468,8 @@ TEST_CASE("session_channel: close() releases a wait_committed") {
 
 namespace {
 
-net::awaitable<void> publish_past_watermark(std::shared_ptr<session_channel> channel, int count, std::int64_t& committed_at_resume,
-                                            bool& resumed) {
+net::awaitable<void> publish_past_watermark(std::shared_ptr<session_channel> channel, int count,
+                                            std::int64_t& committed_at_resume, bool& resumed) {
   for (int i = 0; i < count; ++i) channel->publish("run-1", agw::core::event_type::token, token(i));
   co_await channel->wait_below_watermark();
   resumed = true;
@@ -522,9 +522,8 @@ TEST_CASE("session_channel: read_after serves memory, the log, or both, up to a 
   };
   // The log holds 1..14 (how is the store's business), the ring 13..14.
   const row rows[] = {
-      {0, 100, range(1, 14), true}, {0, 3, range(1, 3), true},    {8, 100, range(9, 14), true},
-      {8, 4, range(9, 12), true},   {10, 100, range(11, 14), true}, {12, 1, {13}, false},
-      {14, 100, {}, false},         {20, 100, {}, false},
+      {0, 100, range(1, 14), true},   {0, 3, range(1, 3), true}, {8, 100, range(9, 14), true}, {8, 4, range(9, 12), true},
+      {10, 100, range(11, 14), true}, {12, 1, {13}, false},      {14, 100, {}, false},         {20, 100, {}, false},
   };
   for (const auto& r : rows) {
     CAPTURE(r.after);

@@ -36,9 +36,10 @@ std::string bad_request_message(F f) {
 }
 
 bool same(const session_record& a, const session_record& b) {
-  return a.id == b.id && a.thread_id == b.thread_id && a.title == b.title && a.status == b.status && a.agent_name == b.agent_name &&
-         a.config == b.config && a.scopes == b.scopes && a.metadata == b.metadata && a.created_at_ms == b.created_at_ms &&
-         a.updated_at_ms == b.updated_at_ms && a.message_count == b.message_count && a.last_event_id == b.last_event_id;
+  return a.id == b.id && a.thread_id == b.thread_id && a.title == b.title && a.status == b.status &&
+         a.agent_name == b.agent_name && a.config == b.config && a.scopes == b.scopes && a.metadata == b.metadata &&
+         a.created_at_ms == b.created_at_ms && a.updated_at_ms == b.updated_at_ms && a.message_count == b.message_count &&
+         a.last_event_id == b.last_event_id;
 }
 
 std::string repeat(char c, std::size_t n) { return std::string(n, c); }
@@ -163,15 +164,19 @@ TEST_CASE("session_request: apply_session_patch valid bodies") {
       {R"({"title":"new"})", [](const session_record& s) { return s.title == "new" && s.metadata.at("a") == "1"; }},
       {R"({"title":null})", [](const session_record& s) { return !s.title; }},
       {R"({"config":{"model":"m"}})",
-       [](const session_record& s) { return s.config == boost::json::object{{"model", "m"}}; }},  // replaced, not merged
+       [](const session_record& s) {
+         return s.config == boost::json::object{{"model", "m"}};
+       }},  // replaced, not merged
       {R"({"config":null})", [](const session_record& s) { return s.config.empty(); }},
-      {R"({"metadata":{"b":"2"}})", [](const session_record& s) { return s.metadata == agw::core::string_map{{"b", "2"}}; }},
+      {R"({"metadata":{"b":"2"}})",
+       [](const session_record& s) {
+         return s.metadata == agw::core::string_map{{"b", "2"}};
+       }},
       {R"({"metadata":null})", [](const session_record& s) { return s.metadata.empty(); }},
       {R"({"status":"inactive"})", [](const session_record& s) { return s.status == "inactive"; }},
       {R"({"status":"active"})", [](const session_record& s) { return s.status == "active"; }},
       // Fields a PATCH may not change are ignored.
-      {R"({"scopes":{"tenant":"y"},"agent_name":"z","id":"other"})",
-       [&](const session_record& s) { return same(s, base); }},
+      {R"({"scopes":{"tenant":"y"},"agent_name":"z","id":"other"})", [&](const session_record& s) { return same(s, base); }},
   };
   for (const auto& r : rows) {
     CAPTURE(r.body);
@@ -315,6 +320,7 @@ TEST_CASE("session_request: parse_limit and parse_offset") {
 TEST_CASE("session_request: reject_duplicate_keys") {
   CHECK_NOTHROW(agw::core::reject_duplicate_keys({{"a", "1"}, {"b", "1"}}));
   CHECK_NOTHROW(agw::core::reject_duplicate_keys({}));
-  CHECK(bad_request_message([] { agw::core::reject_duplicate_keys({{"a", "1"}, {"b", "1"}, {"a", "1"}}); }).find("'a'") !=
-        std::string::npos);
+  CHECK(bad_request_message([] {
+          agw::core::reject_duplicate_keys({{"a", "1"}, {"b", "1"}, {"a", "1"}});
+        }).find("'a'") != std::string::npos);
 }

@@ -73,21 +73,27 @@ const std::vector<good_value>& good_values() {
       {"header-timeout", "2.5", [](const settings& s) { return s.header_timeout == secs(2.5); }},
       {"idle-timeout", "120", [](const settings& s) { return s.idle_timeout == secs(120); }},
       {"write-timeout", "0.5", [](const settings& s) { return s.write_timeout == secs(0.5); }},
-      {"webhook-secret", "whsec_MDEyMzQ1Njc4OWFiY2RlZg==",
-       [](const settings& s) { return s.webhook_secret == "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="; }},
+      {"webhook-secret",
+       "whsec_MDEyMzQ1Njc4OWFiY2RlZg==", [](const settings& s) { return s.webhook_secret == "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="; }},
       {"webhook-secret", "", [](const settings& s) { return s.webhook_secret.empty(); }},
       {"webhook-allow-private", "1", [](const settings& s) { return s.webhook_allow_private; }},
       {"webhook-allow-private", "true", [](const settings& s) { return s.webhook_allow_private; }},
       {"webhook-allow-private", "0", [](const settings& s) { return !s.webhook_allow_private; }},
       {"webhook-allow-private", "false", [](const settings& s) { return !s.webhook_allow_private; }},
       {"webhook-retry-schedule", "1,2.5,3",
-       [](const settings& s) { return s.webhook_retry_schedule == std::vector<secs>{secs(1), secs(2.5), secs(3)}; }},
+       [](const settings& s) {
+         return s.webhook_retry_schedule == std::vector<secs>{secs(1), secs(2.5), secs(3)};
+       }},
       {"webhook-retry-schedule", " 1 , 2 ",
-       [](const settings& s) { return s.webhook_retry_schedule == std::vector<secs>{secs(1), secs(2)}; }},
+       [](const settings& s) {
+         return s.webhook_retry_schedule == std::vector<secs>{secs(1), secs(2)};
+       }},
       {"webhook-retry-schedule", "0", [](const settings& s) { return s.webhook_retry_schedule == std::vector<secs>{secs(0)}; }},
       {"webhook-retry-schedule", "", [](const settings& s) { return s.webhook_retry_schedule.empty(); }},
       {"webhook-allowlist", "hooks.internal, 10.0.0.0/8,::1",
-       [](const settings& s) { return s.webhook_allowlist == std::vector<std::string>{"hooks.internal", "10.0.0.0/8", "::1"}; }},
+       [](const settings& s) {
+         return s.webhook_allowlist == std::vector<std::string>{"hooks.internal", "10.0.0.0/8", "::1"};
+       }},
       {"webhook-allowlist", "", [](const settings& s) { return s.webhook_allowlist.empty(); }},
       {"webhook-connect-timeout", "0.5", [](const settings& s) { return s.webhook_connect_timeout == secs(0.5); }},
       {"webhook-timeout", "2", [](const settings& s) { return s.webhook_timeout == secs(2); }},
@@ -95,7 +101,8 @@ const std::vector<good_value>& good_values() {
       {"webhook-ca-file", "/etc/ssl/x.pem", [](const settings& s) { return s.webhook_ca_file == "/etc/ssl/x.pem"; }},
       {"drain-timeout", "0", [](const settings& s) { return s.drain_timeout == secs(0); }},
       {"drain-timeout", "45", [](const settings& s) { return s.drain_timeout == secs(45); }},
-      {"openai-base-url", "http://localhost:1234/v1", [](const settings& s) { return s.openai_base_url == "http://localhost:1234/v1"; }},
+      {"openai-base-url", "http://localhost:1234/v1",
+       [](const settings& s) { return s.openai_base_url == "http://localhost:1234/v1"; }},
       {"openai-api-key", "sk-test", [](const settings& s) { return s.openai_api_key == "sk-test"; }},
       {"openai-model", "gpt-x", [](const settings& s) { return s.openai_model == "gpt-x"; }},
       {"tool-timeout", "0.001", [](const settings& s) { return s.tool_timeout == secs(0.001); }},
@@ -148,10 +155,10 @@ const std::vector<bad_value>& bad_values() {
       {"header-timeout", "0"},
       {"idle-timeout", "x"},
       {"write-timeout", "-0.5"},
-      {"webhook-secret", "MDEyMzQ1Njc4OWFiY2RlZg=="},          // not whsec_
-      {"webhook-secret", "whsec_!!!!!!!!!!!!!!!!!!!!!!!!"},     // bad base64
-      {"webhook-secret", "whsec_MDEyMzQ1Njc4OWFiY2RlZg="},      // bad length
-      {"webhook-secret", "whsec_MDEyMzQ1Njc4OWFiY2Rl"},         // 15 bytes: too short
+      {"webhook-secret", "MDEyMzQ1Njc4OWFiY2RlZg=="},        // not whsec_
+      {"webhook-secret", "whsec_!!!!!!!!!!!!!!!!!!!!!!!!"},  // bad base64
+      {"webhook-secret", "whsec_MDEyMzQ1Njc4OWFiY2RlZg="},   // bad length
+      {"webhook-secret", "whsec_MDEyMzQ1Njc4OWFiY2Rl"},      // 15 bytes: too short
       {"webhook-secret", "whsec_"},
       {"webhook-allow-private", "2"},
       {"webhook-allow-private", "yes"},
@@ -252,8 +259,8 @@ TEST_CASE("settings_parser: every option in the usage text") {
 }
 
 TEST_CASE("settings_parser: a flag wins over its variable") {
-  const auto r = parse({"--port=9001", "--log-level", "debug"}, {{"GATEWAY_PORT", "9000"}, {"GATEWAY_LOG_LEVEL", "error"},
-                                                                 {"GATEWAY_HOST", "10.0.0.1"}});
+  const auto r = parse({"--port=9001", "--log-level", "debug"},
+                       {{"GATEWAY_PORT", "9000"}, {"GATEWAY_LOG_LEVEL", "error"}, {"GATEWAY_HOST", "10.0.0.1"}});
   REQUIRE_MESSAGE(r.value, r.error);
   CHECK(r.value->config.port == 9001);
   CHECK(r.value->config.log_level == "debug");
@@ -334,8 +341,8 @@ TEST_CASE("settings_parser: unknown flags, commands and arguments") {
       {{"serve", "extra"}, "extra"},
       {{"-p", "80"}, "-p"},
       {{"--port"}, "--port needs a value"},
-      {{"--all"}, "--all"},              // only meaningful for rebuild
-      {{"--session", "x"}, "--session"}, // idem
+      {{"--all"}, "--all"},               // only meaningful for rebuild
+      {{"--session", "x"}, "--session"},  // idem
   };
   for (const auto& r : rows) {
     CAPTURE(r.error_mentions);

@@ -13,7 +13,7 @@ namespace agw::test {
 struct app_fixture {
   services_fixture core;
   core::health_service health{core.store};
-  gateway::app_context app{core.config, core.stats,  core.sessions,   core.runs,
+  gateway::app_context app{core.config,   core.stats,  core.sessions,   core.runs,
                            core.messages, core.events, core.deliveries, health};
 };
 

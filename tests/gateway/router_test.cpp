@@ -285,20 +285,20 @@ TEST_CASE("request target: trailing slash, percent-decoded segments, the query i
       {"/sessions/s1/", 200, "get_session|s1|"},
       {"/sessions//messages", 200, "list_messages||"},
       {"/", 200, "index||"},
-      {"//", 404, "not_found"},  // two empty segments: the last is dropped, one empty segment is not "/"
+      {"//", 404, "not_found"},                      // two empty segments: the last is dropped, one empty segment is not "/"
       {"/sessions/a%2Fb", 200, "get_session|a/b|"},  // an encoded slash stays inside its segment
       {"/sessions/a%20b/messages", 200, "list_messages|a b|"},
       {"/sessions/caf%C3%A9", 200, "get_session|caf\xC3\xA9|"},
-      {"/sessions/a+b", 200, "get_session|a+b|"},  // '+' is a plus in a path
-      {"/%73essions", 200, "list_sessions||"},      // literal segments compare decoded
+      {"/sessions/a+b", 200, "get_session|a+b|"},                            // '+' is a plus in a path
+      {"/%73essions", 200, "list_sessions||"},                               // literal segments compare decoded
       {"/sessions?limit=5&limit=6", 200, "list_sessions||limit=5&limit=6"},  // duplicates kept, in order
       {"/sessions?b=x%20y&a=1", 200, "list_sessions||b=x y&a=1"},
       {"/sessions?q=a+b", 200, "list_sessions||q=a b"},  // '+' is a space in a query
       {"/sessions?q=a%2Bb%26c%3Dd", 200, "list_sessions||q=a+b&c=d"},
       {"/sessions?flag&empty=", 200, "list_sessions||flag=&empty="},  // no value and an empty one look alike
-      {"/sessions?", 200, "list_sessions||"},             // a bare '?' asks nothing
-      {"/sessions?limit=5&", 200, "list_sessions||limit=5"},  // nor does a trailing '&'
-      {"/sessions?=x", 200, "list_sessions||=x"},           // an empty name with a value is still a parameter
+      {"/sessions?", 200, "list_sessions||"},                         // a bare '?' asks nothing
+      {"/sessions?limit=5&", 200, "list_sessions||limit=5"},          // nor does a trailing '&'
+      {"/sessions?=x", 200, "list_sessions||=x"},                     // an empty name with a value is still a parameter
       {"/sessions/?x=1", 200, "list_sessions||x=1"},
       {"/sessions/%zz", 400, "bad_request"},
       {"sessions", 400, "bad_request"},  // not origin-form
@@ -307,8 +307,10 @@ TEST_CASE("request target: trailing slash, percent-decoded segments, the query i
     CAPTURE(row.target);
     auto res = over_connection(fx, get(row.target));
     CHECK(res.result_int() == row.status);
-    if (row.status == 200) CHECK(res.body() == row.body);
-    else CHECK(error_of(res).first == row.body);
+    if (row.status == 200)
+      CHECK(res.body() == row.body);
+    else
+      CHECK(error_of(res).first == row.body);
     if (row.status == 400) CHECK(error_of(res).second == "malformed request target");
   }
 }

@@ -50,7 +50,8 @@ frame_ptr token(std::int64_t id, std::string_view run = "r1", std::string_view t
   return std::make_shared<const agw::core::event_frame>(agw::core::make_event_frame(id, event_type::token, run, "content", text));
 }
 frame_ptr done(std::int64_t id, std::string_view run = "r1") {
-  return std::make_shared<const agw::core::event_frame>(agw::core::make_event_frame(id, event_type::done, run, "status", "completed"));
+  return std::make_shared<const agw::core::event_frame>(
+      agw::core::make_event_frame(id, event_type::done, run, "status", "completed"));
 }
 frame_batch batch(std::initializer_list<frame_ptr> frames) { return agw::core::make_frame_batch(std::vector<frame_ptr>(frames)); }
 
@@ -351,7 +352,8 @@ TEST_CASE("sse_stream: a heartbeat after the heartbeat interval of silence, chun
   h.io.poll();
   h.fresh();
   std::string got;
-  CHECK(run_until(h.io, [&] { return !(got += h.fresh()).empty(); }, 2000ms));
+  CHECK(run_until(
+      h.io, [&] { return !(got += h.fresh()).empty(); }, 2000ms));
   CHECK(std::chrono::steady_clock::now() - started >= 20ms);
   CHECK(got == chunk(std::string(agw::core::heartbeat_line())));
   // A frame written meanwhile is not followed by a heartbeat at once: the next is an interval after it.
@@ -360,7 +362,8 @@ TEST_CASE("sse_stream: a heartbeat after the heartbeat interval of silence, chun
   h.io.poll();
   CHECK(h.fresh() == chunk(text({token(1)})));
   got.clear();
-  CHECK(run_until(h.io, [&] { return !(got += h.fresh()).empty(); }, 2000ms));
+  CHECK(run_until(
+      h.io, [&] { return !(got += h.fresh()).empty(); }, 2000ms));
   CHECK(std::chrono::steady_clock::now() - written >= 20ms);
   CHECK(got == chunk(std::string(agw::core::heartbeat_line())));
   CHECK(h.ends.empty());
@@ -374,7 +377,8 @@ TEST_CASE("sse_stream: HTTP/1.0 heartbeats are the raw comment line") {
   h.io.poll();
   h.fresh();
   std::string got;
-  CHECK(run_until(h.io, [&] { return !(got += h.fresh()).empty(); }, 2000ms));
+  CHECK(run_until(
+      h.io, [&] { return !(got += h.fresh()).empty(); }, 2000ms));
   CHECK(got == agw::core::heartbeat_line());
 }
 
@@ -489,7 +493,8 @@ TEST_CASE("sse_stream: a write that makes no progress for write_timeout ends as 
                 });
   const auto started = std::chrono::steady_clock::now();
   stream->deliver(batch({token(1, "r1", std::string(8 << 20, 'x'))}));
-  CHECK(run_until(io, [&] { return !ends.empty(); }, 5000ms));
+  CHECK(run_until(
+      io, [&] { return !ends.empty(); }, 5000ms));
   CHECK(std::chrono::steady_clock::now() - started >= 100ms);
   REQUIRE(ends.size() == 1);
   CHECK(ends[0] == sse_end_reason::stalled);

@@ -27,7 +27,8 @@ std::string sequence_problem(const std::vector<const sse_frame*>& frames, std::i
   std::int64_t want = after_id + 1;
   for (const auto* f : frames) {
     if (*f->id != want)
-      return "id " + std::to_string(*f->id) + " where " + std::to_string(want) + " was due (after " + std::to_string(after_id) + ")";
+      return "id " + std::to_string(*f->id) + " where " + std::to_string(want) + " was due (after " + std::to_string(after_id) +
+             ")";
     if (want > ref.last()) return "id " + std::to_string(want) + " beyond the run's last id";
     if (f->raw != ref.at(want).raw) return "frame " + std::to_string(want) + " differs from the original: " + f->raw;
     ++want;
@@ -89,11 +90,11 @@ TEST_CASE("resume: 200+ disconnect/reconnect cycles during a full-speed run rece
   };
   std::vector<kept> received;
   std::optional<sse_frame> done;
-  std::string tokens;        // the token contents, in the order received
+  std::string tokens;         // the token contents, in the order received
   std::size_t other_run = 0;  // events of another run
   std::size_t dones = 0;
   int cycles = 0;
-  int live_cycles = 0;  // reconnects made while the run was still producing
+  int live_cycles = 0;    // reconnects made while the run was still producing
   int cut_by_server = 0;  // streams the server ended early (a slow-subscriber cut): resumed the same way
   std::string run_id;
 
@@ -111,15 +112,17 @@ TEST_CASE("resume: 200+ disconnect/reconnect cycles during a full-speed run rece
     CAPTURE(cursor);
     if (!first) {
       const int how = how_dist(rng);
-      if (how == 0) r = open_events(port, sid, cursor, cursor_via::header);
-      else if (how == 1) r = open_events(port, sid, cursor, cursor_via::query);
-      else r = open_post_resume(port, sid, std::to_string(cursor), R"({"content":"go fast"})");
+      if (how == 0)
+        r = open_events(port, sid, cursor, cursor_via::header);
+      else if (how == 1)
+        r = open_events(port, sid, cursor, cursor_via::query);
+      else
+        r = open_post_resume(port, sid, std::to_string(cursor), R"({"content":"go fast"})");
       INFO("reconnect " << how << " -> " << r->head.status << " " << r->head.body);
       REQUIRE(r->head.status == 200);
     }
     const std::size_t skip = first ? 0 : 1;  // the reconnected frame
-    const bool got = r->read_until(
-        [&](const sse_parser& p) { return p.frames.size() >= skip + take || p.has_done(); }, 15s);
+    const bool got = r->read_until([&](const sse_parser& p) { return p.frames.size() >= skip + take || p.has_done(); }, 15s);
     INFO("stream: " << r->parser.body.substr(0, 500));
     // A stream the server cut (its queue overflowed while this client was busy elsewhere)
     // is resumed like one the client dropped; anything else is a failure.
@@ -134,8 +137,10 @@ TEST_CASE("resume: 200+ disconnect/reconnect cycles during a full-speed run rece
       REQUIRE_MESSAGE(why.empty(), why);
       // replayed counts what was committed when the client rejoined.
       const std::int64_t committed_then = cursor + rc.obj().at("replayed").as_int64();
-      if (committed_then < 150003) ++live_cycles;
-      else run_over = true;
+      if (committed_then < 150003)
+        ++live_cycles;
+      else
+        run_over = true;
     }
     // Keep the first `take` events only: what came after them is lost with the connection.
     const auto& frames = r->parser.frames;
@@ -157,7 +162,7 @@ TEST_CASE("resume: 200+ disconnect/reconnect cycles during a full-speed run rece
   }
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
   MESSAGE("cycles: " << cycles << ", made while the run was live: " << live_cycles << ", cut by the server: " << cut_by_server
-                      << ", time: " << elapsed.count() << " ms");
+                     << ", time: " << elapsed.count() << " ms");
   CHECK(cycles >= 200);
   // The cycles that matter: made while the run produced at full speed (about 1,300 here).
   CHECK(live_cycles >= 200);
@@ -221,14 +226,18 @@ TEST_CASE("resume: 100 concurrent followers of a run receive identical bytes") {
     std::string why;
     for (const auto& problem : p.problems) why += "SSE format: " + problem + "; ";
     const bool with_cursor = i % 2 == 0;
-    if (with_cursor) why += reconnected_problem(p.frames.front(), 0, 0, 0);
-    else if (!p.frames.front().id) why += "a follower without Last-Event-ID got " + p.frames.front().event + "; ";
+    if (with_cursor)
+      why += reconnected_problem(p.frames.front(), 0, 0, 0);
+    else if (!p.frames.front().id)
+      why += "a follower without Last-Event-ID got " + p.frames.front().event + "; ";
     why += sequence_problem(numbered(p), 0, ref);
     std::string bytes;
     for (const auto* f : numbered(p)) bytes += f->raw;
     if (bytes != ref.after(0)) why += "bytes differ from the run's own stream; ";
-    if (i == 0) first_bytes = bytes;
-    else if (bytes != first_bytes) why += "bytes differ from follower 0; ";
+    if (i == 0)
+      first_bytes = bytes;
+    else if (bytes != first_bytes)
+      why += "bytes differ from follower 0; ";
     if (!why.empty()) {
       ++failures;
       FAIL_CHECK(why);
@@ -264,10 +273,18 @@ TEST_CASE("resume: joins with Last-Event-ID at random points of a full-speed run
     const std::int64_t committed = runs::get_session(port, sid).at("last_event_id").as_int64();
     std::int64_t cursor = 0;
     switch (i % 4) {
-      case 0: cursor = committed; break;                                                              // the live edge
-      case 1: cursor = std::max<std::int64_t>(0, committed - static_cast<std::int64_t>(rng() % 16)); break;  // in the ring
-      case 2: cursor = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(committed + 1)); break;  // the log
-      default: cursor = 0; break;                                                                     // from the start
+      case 0:
+        cursor = committed;
+        break;  // the live edge
+      case 1:
+        cursor = std::max<std::int64_t>(0, committed - static_cast<std::int64_t>(rng() % 16));
+        break;  // in the ring
+      case 2:
+        cursor = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(committed + 1));
+        break;  // the log
+      default:
+        cursor = 0;
+        break;  // from the start
     }
     joins.push_back({open_events(port, sid, cursor, i % 2 ? cursor_via::query : cursor_via::header), cursor});
     INFO("join " << i << " at " << cursor << " -> " << joins.back().reader->head.status);
@@ -286,8 +303,8 @@ TEST_CASE("resume: joins with Last-Event-ID at random points of a full-speed run
     stuck << "stream " << i << " (cursor " << (i ? joins[i - 1].cursor : 0) << "): " << all[i]->parser.frames.size()
           << " frames, last id " << all[i]->parser.last_id() << ", eof " << all[i]->eof << ", ended " << all[i]->ended << "; ";
   {
-    INFO("streams not done: " << stuck.str() << " slow subscribers dropped: "
-                              << metric(port, "gateway_sse_slow_subscribers_dropped_total"));
+    INFO("streams not done: " << stuck.str()
+                              << " slow subscribers dropped: " << metric(port, "gateway_sse_slow_subscribers_dropped_total"));
     REQUIRE(left.empty());
   }
   runs::check_run_stream(*post, run_id);
@@ -334,7 +351,8 @@ TEST_CASE("resume: the session's last_event_id is a valid cursor at any moment o
     auto r = open_events(port, sid, shown);
     ++tries;
     if (r->head.status != 200) {
-      if (++refused <= 3) FAIL_CHECK("Last-Event-ID " << shown << " (the session's last_event_id) -> " << r->head.status << " " << r->head.body);
+      if (++refused <= 3)
+        FAIL_CHECK("Last-Event-ID " << shown << " (the session's last_event_id) -> " << r->head.status << " " << r->head.body);
       continue;
     }
     const bool next_came = r->read_until([](const sse_parser& p) { return p.frames.size() >= 2; }, 5s);

@@ -28,8 +28,8 @@ std::string get_resume_problem(std::uint16_t port, const std::string& sid, std::
   auto r = open_events(port, sid, cursor, via);
   if (r->head.status != 200) return "status " + std::to_string(r->head.status) + " " + r->head.body;
   if (!read_numbered(*r, static_cast<std::size_t>(ref.last() - cursor)))
-    return "timed out with " + std::to_string(r->parser.frames.size()) + " frames (ended " + std::to_string(r->ended) +
-           ", eof " + std::to_string(r->eof) + "): " + r->parser.body.substr(0, 300);
+    return "timed out with " + std::to_string(r->parser.frames.size()) + " frames (ended " + std::to_string(r->ended) + ", eof " +
+           std::to_string(r->eof) + "): " + r->parser.body.substr(0, 300);
   std::string why = resume_problem(*r, cursor, ref);
   if (check_stays_open) {
     // No run is live: after the replay the stream stays open and sends nothing more.
@@ -127,7 +127,9 @@ TEST_CASE("resume: a replay through the log is not cut when the ring is larger t
   REQUIRE(original->head.status == 200);
   // Both read as the run goes (an unread follower would be a slow subscriber).
   std::vector<sse_reader*> both{original.get(), follower.get()};
-  REQUIRE(pump_all(both, [&](std::size_t i) { return i == 0 ? original->ended : follower->parser.has_done(); }, 30s).empty());
+  REQUIRE(pump_all(
+              both, [&](std::size_t i) { return i == 0 ? original->ended : follower->parser.has_done(); }, 30s)
+              .empty());
   runs::check_run_stream(*original, original->head.header("X-Run-Id"));
   const reference ref = reference_from(original->parser);
   REQUIRE(ref.last() == 2003);
@@ -200,8 +202,21 @@ TEST_CASE("resume: a bad Last-Event-ID is a 400 with the contract's error body, 
   const std::string fresh = runs::create_session(port);  // no event yet
 
   // Not a non-negative decimal integer, out of int64 range, or beyond the last id (6).
-  const std::vector<std::string> bad{"-1", "abc", "1.5", "99999999999999999999999", "9223372036854775808", "7", "1000",
-                                     "9223372036854775807", "+3", "0x1", "1e2", "3 4", "3a", "", "-0"};
+  const std::vector<std::string> bad{"-1",
+                                     "abc",
+                                     "1.5",
+                                     "99999999999999999999999",
+                                     "9223372036854775808",
+                                     "7",
+                                     "1000",
+                                     "9223372036854775807",
+                                     "+3",
+                                     "0x1",
+                                     "1e2",
+                                     "3 4",
+                                     "3a",
+                                     "",
+                                     "-0"};
   SUBCASE("GET /events, Last-Event-ID header") {
     for (const auto& v : bad) {
       CAPTURE(v);
@@ -216,8 +231,8 @@ TEST_CASE("resume: a bad Last-Event-ID is a 400 with the contract's error body, 
     CHECK(reconnected_problem(zero->parser.frames.front(), 0, 0, std::nullopt).empty());
   }
   SUBCASE("GET /events?last_event_id=") {
-    std::vector<std::string> bad_query{"-1", "abc", "1.5", "99999999999999999999999", "7", "%203", "%2B3", "+3", "", "3%20",
-                                       "0x1"};
+    std::vector<std::string> bad_query{"-1", "abc",  "1.5", "99999999999999999999999", "7", "%203", "%2B3", "+3",
+                                       "",   "3%20", "0x1"};
     for (const auto& v : bad_query) {
       CAPTURE(v);
       auto r = http_call(port, "GET", events_path(sid) + "?last_event_id=" + v, {}, {{"Accept", "text/event-stream"}});

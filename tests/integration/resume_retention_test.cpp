@@ -18,15 +18,15 @@ TEST_CASE("retention: right after done, the log holds the newest N events and an
   constexpr std::int64_t retention = 50;
   constexpr std::int64_t events = 303;  // status, 300 tokens, usage, done
   struct row {
-    const char* ring;                // GATEWAY_SSE_BUFFER_SIZE
-    std::int64_t lowest_oldest;      // the oldest id a resume may be offered (memory may hold more than the log)
+    const char* ring;            // GATEWAY_SSE_BUFFER_SIZE
+    std::int64_t lowest_oldest;  // the oldest id a resume may be offered (memory may hold more than the log)
   };
   // A ring larger than the retention may still serve what it holds; a small one leaves it to the log.
   const row rows[] = {{"100", events - 100 + 1}, {"10", events - retention + 1}};
   for (const auto& r : rows) {
     CAPTURE(r.ring);
-    gateway_process gw(gateway_process::env_map{{"GATEWAY_EVENT_RETENTION", std::to_string(retention)},
-                                                {"GATEWAY_SSE_BUFFER_SIZE", r.ring}});
+    gateway_process gw(
+        gateway_process::env_map{{"GATEWAY_EVENT_RETENTION", std::to_string(retention)}, {"GATEWAY_SSE_BUFFER_SIZE", r.ring}});
     const auto port = gw.port();
     const std::string sid = runs::create_mock_session(port, R"({"tokens":300})");
     auto post = runs::run_message(port, sid, "go");
@@ -57,7 +57,8 @@ TEST_CASE("retention: right after done, the log holds the newest N events and an
       MESSAGE("sqlite3 CLI not found: the log's rows were not checked");
       continue;
     }
-    auto [status, out] = runs::sqlite3_exec(gw.db_path(), "SELECT min(first_id), max(last_id) FROM event_batches WHERE session_id = '" + sid + "';");
+    auto [status, out] = runs::sqlite3_exec(
+        gw.db_path(), "SELECT min(first_id), max(last_id) FROM event_batches WHERE session_id = '" + sid + "';");
     REQUIRE(status == 0);
     CHECK(out == std::to_string(events - retention + 1) + "|" + std::to_string(events) + "\n");
   }

@@ -75,8 +75,8 @@ followed_run follow_run(std::uint16_t port, const std::string& sid) {
         return i == 0 ? out.fast->parser.has_done() : out.post->ended;
       },
       60s);
-  INFO("fast follower: " << out.fast->parser.frames.size() << " frames, eof " << out.fast->eof << "; post: "
-                         << out.post->parser.frames.size() << " frames, eof " << out.post->eof);
+  INFO("fast follower: " << out.fast->parser.frames.size() << " frames, eof " << out.fast->eof
+                         << "; post: " << out.post->parser.frames.size() << " frames, eof " << out.post->eof);
   REQUIRE(left.empty());
   out.fast_done = std::chrono::duration_cast<std::chrono::milliseconds>(*fast_at - t0);
   return out;
@@ -113,9 +113,9 @@ TEST_CASE("resume: a stalled subscriber slows neither the run nor a fast one, an
   // Token by token, the fast follower is as punctual with the stalled subscriber as without.
   const auto late_with = token_lateness_p99_us(run.fast->parser, 2000);
   const auto late_without = token_lateness_p99_us(baseline.fast->parser, 2000);
-  MESSAGE("fast follower done after " << run.fast_done.count() << " ms with a stalled subscriber, "
-                                      << baseline.fast_done.count() << " ms without; token lateness p99 "
-                                      << late_with << " us with, " << late_without << " us without");
+  MESSAGE("fast follower done after " << run.fast_done.count() << " ms with a stalled subscriber, " << baseline.fast_done.count()
+                                      << " ms without; token lateness p99 " << late_with << " us with, " << late_without
+                                      << " us without");
   CHECK(run.fast_done < baseline.fast_done + 500ms);
   CHECK(late_with <= late_without + 5000);
 
@@ -181,7 +181,7 @@ TEST_CASE("resume: deleting a session mid-run ends every follower with the abort
   REQUIRE(post->head.status == 200);
   const std::string run_id = post->head.header("X-Run-Id");
   REQUIRE(post->read_until([](const sse_parser& p) { return p.count("token") >= 3; }, 10s));
-  auto from_zero = open_events(port, sid, std::int64_t{0});             // replay, then live
+  auto from_zero = open_events(port, sid, std::int64_t{0});  // replay, then live
   auto from_two = open_events(port, sid, std::int64_t{2}, cursor_via::query);
   auto post_resume = open_post_resume(port, sid, "1", R"({"content":"soon gone"})");  // follows the live run
   for (auto* r : {from_zero.get(), from_two.get(), post_resume.get()}) REQUIRE(r->head.status == 200);
@@ -201,12 +201,14 @@ TEST_CASE("resume: deleting a session mid-run ends every follower with the abort
   std::vector<sse_reader*> all;
   for (const auto& f : followers) all.push_back(f.reader);
   // Every follower is live (has a token beyond the first few) before the DELETE.
-  auto not_live = pump_all(all, [&](std::size_t i) { return all[i]->parser.count("token") >= 5; }, 15s);
+  auto not_live = pump_all(
+      all, [&](std::size_t i) { return all[i]->parser.count("token") >= 5; }, 15s);
   REQUIRE(not_live.empty());
 
   auto deleted = http_call(port, "DELETE", "/sessions/" + sid);
   REQUIRE(deleted.status == 204);
-  auto open = pump_all(all, [&](std::size_t i) { return all[i]->ended || all[i]->eof; }, 10s);
+  auto open = pump_all(
+      all, [&](std::size_t i) { return all[i]->ended || all[i]->eof; }, 10s);
   CHECK(open.empty());
 
   const auto& reference_stream = post->parser;
@@ -265,7 +267,8 @@ TEST_CASE("resume: deleting an idle session closes its followers") {
   REQUIRE(read_numbered(*replayed, 6));
   REQUIRE(http_call(port, "DELETE", "/sessions/" + sid).status == 204);
   std::vector<sse_reader*> all{live_only.get(), replayed.get()};
-  auto open = pump_all(all, [&](std::size_t i) { return all[i]->ended || all[i]->eof; }, 10s);
+  auto open = pump_all(
+      all, [&](std::size_t i) { return all[i]->ended || all[i]->eof; }, 10s);
   CHECK(open.empty());
   // No run was live: there is no final event, the streams just end.
   CHECK(live_only->parser.frames.empty());

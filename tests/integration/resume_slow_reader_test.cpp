@@ -54,7 +54,8 @@ timed_run run_with_reader(gateway_process& gw, const std::string& sid, double po
     bool busy = false;
     if (!out.follower->parser.has_done()) {
       for (int k = 0; k < 16 && out.follower->pump(0ms); ++k) busy = true;
-      if (out.follower->parser.has_done()) out.follower_done = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0);
+      if (out.follower->parser.has_done())
+        out.follower_done = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0);
     }
     // The slow reader takes no more than post_rate events per second since the start.
     const double allowed = post_rate > 0 ? std::chrono::duration<double>(clock_type::now() - t0).count() * post_rate : 1e18;
@@ -85,13 +86,11 @@ TEST_CASE("slow reader: a 100,000-event run read at 20,000 events/s arrives whol
   const std::string sid = runs::create_mock_session(port, mock);
   const double behind_before = metric(port, "gateway_sse_subscribers_behind_total");
   auto slow = run_with_reader(gw, sid, slow_rate);
-  MESSAGE("run read at full speed: follower done after " << fast.follower_done.count() << " ms; with a reader at "
-                                                         << slow_rate << " events/s: follower done after "
-                                                         << slow.follower_done.count() << " ms, the slow reader got "
-                                                         << slow.post->parser.frames.size() << " frames");
-  MESSAGE("server RSS: peak " << fast.peak_rss_kib / 1024 << " MiB during the run read at full speed, "
-                               << rss_before / 1024 << " MiB after it, peak " << slow.peak_rss_kib / 1024
-                               << " MiB during the slow read");
+  MESSAGE("run read at full speed: follower done after "
+          << fast.follower_done.count() << " ms; with a reader at " << slow_rate << " events/s: follower done after "
+          << slow.follower_done.count() << " ms, the slow reader got " << slow.post->parser.frames.size() << " frames");
+  MESSAGE("server RSS: peak " << fast.peak_rss_kib / 1024 << " MiB during the run read at full speed, " << rss_before / 1024
+                              << " MiB after it, peak " << slow.peak_rss_kib / 1024 << " MiB during the slow read");
 
   // Every event once, in order, ending with done, and a cleanly ended response.
   const std::string run_id = slow.post->head.header("X-Run-Id");

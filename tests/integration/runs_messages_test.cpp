@@ -99,8 +99,7 @@ TEST_CASE("runs: bad message requests are refused and store nothing") {
   SUBCASE("unknown sessions are 404") {
     check_error(http_call(gw.port(), "POST", messages_path(unknown_session), message_body("hi")), 404, "not_found");
     check_error(http_call(gw.port(), "POST", messages_path("not-a-uuid"), message_body("hi")), 404, "not_found");
-    check_error(http_call(gw.port(), "POST", messages_path(std::string(sid.size(), 'z')), message_body("hi")), 404,
-                "not_found");
+    check_error(http_call(gw.port(), "POST", messages_path(std::string(sid.size(), 'z')), message_body("hi")), 404, "not_found");
     check_error(http_call(gw.port(), "POST", "/sessions/" + unknown_session + "/abort", "", {}), 404, "not_found");
     check_error(http_call(gw.port(), "GET", messages_path(unknown_session)), 404, "not_found");
   }
@@ -163,15 +162,9 @@ TEST_CASE("runs: GET messages pages newest first") {
     bool has_more;
   };
   const std::vector<page_case> pages{
-      {"?limit=2", 0, 2, 2, 0, true},
-      {"?limit=2&offset=2", 2, 2, 2, 2, true},
-      {"?limit=2&offset=4", 4, 2, 2, 4, false},
-      {"?offset=5", 5, 1, 50, 5, false},
-      {"?limit=4&offset=3", 3, 3, 4, 3, false},
-      {"?limit=5&offset=0", 0, 5, 5, 0, true},
-      {"?offset=6", 6, 0, 50, 6, false},
-      {"?offset=100", 6, 0, 50, 100, false},
-      {"?limit=1000", 0, 6, 500, 0, false},
+      {"?limit=2", 0, 2, 2, 0, true},    {"?limit=2&offset=2", 2, 2, 2, 2, true},  {"?limit=2&offset=4", 4, 2, 2, 4, false},
+      {"?offset=5", 5, 1, 50, 5, false}, {"?limit=4&offset=3", 3, 3, 4, 3, false}, {"?limit=5&offset=0", 0, 5, 5, 0, true},
+      {"?offset=6", 6, 0, 50, 6, false}, {"?offset=100", 6, 0, 50, 100, false},    {"?limit=1000", 0, 6, 500, 0, false},
   };
   for (const auto& pc : pages) {
     CAPTURE(pc.query);

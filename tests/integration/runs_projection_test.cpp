@@ -16,14 +16,17 @@ const std::string unknown_session = "00000000-0000-4000-8000-000000000000";
 
 // Breaks the session's projection: drops the tool row, rewrites the user rows.
 std::string corruption(const std::string& sid) {
-  return "DELETE FROM messages WHERE session_id = '" + sid + "' AND role = 'tool';\n"
-         "UPDATE messages SET content = 'x', created_at = 0 WHERE session_id = '" + sid + "' AND role = 'user';\n";
+  return "DELETE FROM messages WHERE session_id = '" + sid +
+         "' AND role = 'tool';\n"
+         "UPDATE messages SET content = 'x', created_at = 0 WHERE session_id = '" +
+         sid + "' AND role = 'user';\n";
 }
 
 std::string projection_dump(const std::string& db, const std::string& sid) {
-  auto [status, out] = sqlite3_exec(db, "SELECT seq, id, role, content, tool_calls, tool_call_id, token_count, model_used, "
-                                        "parent_id, status, created_at FROM messages WHERE session_id = '" + sid +
-                                        "' ORDER BY seq;");
+  auto [status, out] = sqlite3_exec(db,
+                                    "SELECT seq, id, role, content, tool_calls, tool_call_id, token_count, model_used, "
+                                    "parent_id, status, created_at FROM messages WHERE session_id = '" +
+                                        sid + "' ORDER BY seq;");
   REQUIRE(status == 0);
   return out;
 }
@@ -107,7 +110,8 @@ TEST_CASE("runs: the offline rebuild command and the start-up repair restore the
     CHECK(status == 0);
     CHECK(projection_dump(gw.db_path(), sid) == rows);  // fixed by the command itself, before any start-up
 
-    auto [bad_status, bad_out, bad_timed_out] = run_gateway_command({"rebuild", "--session", unknown_session}, {{"GATEWAY_DB_PATH", gw.db_path()}});
+    auto [bad_status, bad_out, bad_timed_out] =
+        run_gateway_command({"rebuild", "--session", unknown_session}, {{"GATEWAY_DB_PATH", gw.db_path()}});
     INFO("unknown session output: " << bad_out);
     CHECK(bad_status != 0);
   }

@@ -439,16 +439,16 @@ TEST_CASE("runs: the test's own SSE parser and chunk decoder catch malformed str
     p.feed(text);
     return p.problems.size();
   };
-  CHECK(problems_of("retry: 3000\n\nid: 1\nevent: x\ndata: {}\n\n") > 0);        // a lone blank line
-  CHECK(problems_of(": heartbeat\n\n") > 0);                                     // heartbeat with its own blank line
-  CHECK(problems_of("data: {}\nid: 1\nevent: x\n\n") > 0);                       // fields out of order
-  CHECK(problems_of("id: 1\nevent: x\ndata: {}\ndata: {}\n\n") > 0);             // two data lines
-  CHECK(problems_of("id: 1\nevent: x\ndata: not json\n\n") > 0);                 // data not JSON
-  CHECK(problems_of("id: x\nevent: x\ndata: {}\n\n") > 0);                       // id not a number
-  CHECK(problems_of("id:1\nevent: x\ndata: {}\n\n") > 0);                        // no space after the colon
-  CHECK(problems_of("id: 1\r\nevent: x\r\ndata: {}\r\n\r\n") > 0);               // CRLF lines
-  CHECK(problems_of(": ping\n") > 0);                                            // another comment
-  CHECK(problems_of("event: reconnected\ndata: {\"gap\":false}\n\n") == 0);      // unnumbered reconnected
+  CHECK(problems_of("retry: 3000\n\nid: 1\nevent: x\ndata: {}\n\n") > 0);    // a lone blank line
+  CHECK(problems_of(": heartbeat\n\n") > 0);                                 // heartbeat with its own blank line
+  CHECK(problems_of("data: {}\nid: 1\nevent: x\n\n") > 0);                   // fields out of order
+  CHECK(problems_of("id: 1\nevent: x\ndata: {}\ndata: {}\n\n") > 0);         // two data lines
+  CHECK(problems_of("id: 1\nevent: x\ndata: not json\n\n") > 0);             // data not JSON
+  CHECK(problems_of("id: x\nevent: x\ndata: {}\n\n") > 0);                   // id not a number
+  CHECK(problems_of("id:1\nevent: x\ndata: {}\n\n") > 0);                    // no space after the colon
+  CHECK(problems_of("id: 1\r\nevent: x\r\ndata: {}\r\n\r\n") > 0);           // CRLF lines
+  CHECK(problems_of(": ping\n") > 0);                                        // another comment
+  CHECK(problems_of("event: reconnected\ndata: {\"gap\":false}\n\n") == 0);  // unnumbered reconnected
 
   chunk_decoder ok;
   CHECK(ok.feed("5\r\nhello\r\n0\r\n\r\n") == "hello");

@@ -24,8 +24,8 @@ struct bad_case {
   std::string request;  // raw bytes; "{id}" becomes the probe session's id
   int status;
   std::string code;
-  bool closes = false;       // the server must close the connection after answering
-  std::string allow = {};    // for 405: the methods the Allow header must list
+  bool closes = false;     // the server must close the connection after answering
+  std::string allow = {};  // for 405: the methods the Allow header must list
 };
 
 std::string post_json(std::string_view body) { return raw_request("POST", "/sessions", body, json_headers, true); }
@@ -103,7 +103,8 @@ std::vector<bad_case> bad_cases() {
       {"metadata has 65 entries", post_json(many_metadata(65)), 400, "bad_request"},
       {"metadata key is empty", post_json(R"({"metadata":{"":"v"}})"), 400, "bad_request"},
       {"metadata key is 129 bytes", post_json(R"({"metadata":{")" + std::string(129, 'k') + R"(":"v"}})"), 400, "bad_request"},
-      {"metadata value is 1025 bytes", post_json(R"({"metadata":{"k":")" + std::string(1025, 'v') + R"("}})"), 400, "bad_request"},
+      {"metadata value is 1025 bytes", post_json(R"({"metadata":{"k":")" + std::string(1025, 'v') + R"("}})"), 400,
+       "bad_request"},
       {"scopes value is a bool", post_json(R"({"scopes":{"org":true}})"), 400, "bad_request"},
       {"scopes is a number", post_json(R"({"scopes":3})"), 400, "bad_request"},
       {"config is an array", post_json(R"({"config":[]})"), 400, "bad_request"},
@@ -182,8 +183,9 @@ std::vector<bad_case> bad_cases() {
       {"PATCH Content-Type text/plain", with_type("PATCH", "/sessions/{id}", R"({"title":"t"})", "text/plain"), 415,
        "unsupported_media_type"},
       {"PATCH without Content-Type", raw_request("PATCH", "/sessions/{id}", R"({"title":"t"})"), 415, "unsupported_media_type"},
-      {"PATCH charset=iso-8859-1", with_type("PATCH", "/sessions/{id}", R"({"title":"t"})", "application/json;charset=iso-8859-1"),
-       415, "unsupported_media_type"},
+      {"PATCH charset=iso-8859-1",
+       with_type("PATCH", "/sessions/{id}", R"({"title":"t"})", "application/json;charset=iso-8859-1"), 415,
+       "unsupported_media_type"},
       // --- ids that cannot exist --------------------------------------------------------
       {"id ../x", get("/sessions/../x"), 404, "not_found"},
       {"id %00", get("/sessions/%00"), 404, "not_found"},
@@ -241,12 +243,15 @@ std::vector<bad_case> bad_cases() {
       {"POST /healthz", raw_request("POST", "/healthz", "{}", json_headers), 405, "method_not_allowed", false, "GET"},
       // --- framing: answered once, then the connection is closed --------------------------
       {"Transfer-Encoding: chunked, identity",
-       raw_request("POST", "/sessions", chunked_body({valid}), {{"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked, identity"}}),
+       raw_request("POST", "/sessions", chunked_body({valid}),
+                   {{"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked, identity"}}),
        400, "bad_request", true},
-      {"Transfer-Encoding: gzip", raw_request("POST", "/sessions", valid, {{"Content-Type", "application/json"}, {"Transfer-Encoding", "gzip"}}),
-       400, "bad_request", true},
+      {"Transfer-Encoding: gzip",
+       raw_request("POST", "/sessions", valid, {{"Content-Type", "application/json"}, {"Transfer-Encoding", "gzip"}}), 400,
+       "bad_request", true},
       {"Transfer-Encoding: gzip, chunked",
-       raw_request("POST", "/sessions", chunked_body({valid}), {{"Content-Type", "application/json"}, {"Transfer-Encoding", "gzip, chunked"}}),
+       raw_request("POST", "/sessions", chunked_body({valid}),
+                   {{"Content-Type", "application/json"}, {"Transfer-Encoding", "gzip, chunked"}}),
        400, "bad_request", true},
       {"Transfer-Encoding twice",
        raw_request("POST", "/sessions", chunked_body({valid}),
@@ -254,17 +259,21 @@ std::vector<bad_case> bad_cases() {
        400, "bad_request", true},
       {"Transfer-Encoding then Content-Length",
        raw_request("POST", "/sessions", chunked_body({valid}),
-                   {{"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"},
+                   {{"Content-Type", "application/json"},
+                    {"Transfer-Encoding", "chunked"},
                     {"Content-Length", std::to_string(chunked_body({valid}).size())}}),
        400, "bad_request", true},
       {"Content-Length then Transfer-Encoding",
        raw_request("POST", "/sessions", chunked_body({valid}),
-                   {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(chunked_body({valid}).size())},
+                   {{"Content-Type", "application/json"},
+                    {"Content-Length", std::to_string(chunked_body({valid}).size())},
                     {"Transfer-Encoding", "chunked"}}),
        400, "bad_request", true},
       {"two different Content-Lengths",
-       raw_request("POST", "/sessions", valid,
-                   {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(valid.size())}, {"Content-Length", "3"}}),
+       raw_request(
+           "POST",
+           "/sessions", valid,
+           {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(valid.size())}, {"Content-Length", "3"}}),
        400, "bad_request", true},
       {"two equal Content-Lengths",
        raw_request("POST", "/sessions", valid,
@@ -272,14 +281,19 @@ std::vector<bad_case> bad_cases() {
                     {"Content-Length", std::to_string(valid.size())},
                     {"Content-Length", std::to_string(valid.size())}}),
        400, "bad_request", true},
-      {"Content-Length: abc", raw_request("POST", "/sessions", valid, {{"Content-Type", "application/json"}, {"Content-Length", "abc"}}),
-       400, "bad_request", true},
-      {"Content-Length: -1", raw_request("POST", "/sessions", valid, {{"Content-Type", "application/json"}, {"Content-Length", "-1"}}),
-       400, "bad_request", true},
+      {"Content-Length: abc",
+       raw_request("POST", "/sessions", valid, {{"Content-Type", "application/json"}, {"Content-Length", "abc"}}), 400,
+       "bad_request", true},
+      {"Content-Length: -1",
+       raw_request("POST", "/sessions", valid, {{"Content-Type", "application/json"}, {"Content-Length", "-1"}}), 400,
+       "bad_request", true},
       {"two Host headers", raw_request("GET", "/healthz", "", {{"Host", "evil.example"}}), 400, "bad_request", true},
       {"malformed request line", "GARBAGE\r\n\r\n", 400, "bad_request", true},
-      {"header line without a colon", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\n\r\n", 400, "bad_request", true},
-      {"bad chunk size", raw_request("POST", "/sessions", "zz\r\nabc\r\n0\r\n\r\n", {{"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}}),
+      {"header line without a colon", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\n\r\n", 400, "bad_request",
+       true},
+      {"bad chunk size",
+       raw_request("POST", "/sessions", "zz\r\nabc\r\n0\r\n\r\n",
+                   {{"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}}),
        400, "bad_request", true},
   };
   return t;
@@ -391,8 +405,10 @@ TEST_CASE("bodies at the limits are accepted") {
   SUBCASE("Expect: 100-continue gets a 100, then the body is read") {
     const std::string body = R"({"title":"continued"})";
     http_client client(gw.port());
-    client.send_raw("POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
-                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+    client.send_raw(
+        "POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n");
     auto interim = client.read_head();
     CHECK(interim.status == 100);
     client.send_raw(body);

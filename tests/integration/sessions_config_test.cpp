@@ -74,10 +74,10 @@ TEST_CASE("--help exits 0 and lists the settings of the contract") {
   auto r = run_gateway_command({"--help"}, {}, 10s);
   CHECK_FALSE(r.timed_out);
   CHECK(r.status == 0);
-  for (const char* name : {"GATEWAY_HOST", "GATEWAY_PORT", "GATEWAY_DB_PATH", "GATEWAY_SSE_RETRY_INTERVAL",
-                           "GATEWAY_SSE_HEARTBEAT_INTERVAL", "GATEWAY_SSE_BUFFER_SIZE", "GATEWAY_EVENT_RETENTION",
-                           "GATEWAY_MAX_BODY_BYTES", "GATEWAY_WEBHOOK_SECRET", "GATEWAY_WEBHOOK_ALLOW_PRIVATE",
-                           "GATEWAY_WEBHOOK_RETRY_SCHEDULE", "GATEWAY_DRAIN_TIMEOUT"}) {
+  for (const char* name :
+       {"GATEWAY_HOST", "GATEWAY_PORT", "GATEWAY_DB_PATH", "GATEWAY_SSE_RETRY_INTERVAL", "GATEWAY_SSE_HEARTBEAT_INTERVAL",
+        "GATEWAY_SSE_BUFFER_SIZE", "GATEWAY_EVENT_RETENTION", "GATEWAY_MAX_BODY_BYTES", "GATEWAY_WEBHOOK_SECRET",
+        "GATEWAY_WEBHOOK_ALLOW_PRIVATE", "GATEWAY_WEBHOOK_RETRY_SCHEDULE", "GATEWAY_DRAIN_TIMEOUT"}) {
     INFO("setting " << name);
     CHECK(r.output.find(name) != std::string::npos);
   }
@@ -87,8 +87,10 @@ TEST_CASE("--help exits 0 and lists the settings of the contract") {
 }
 
 TEST_CASE("valid settings start the server and take effect") {
-  gateway_process gw({{"GATEWAY_MAX_BODY_BYTES", "1024"}, {"GATEWAY_SSE_HEARTBEAT_INTERVAL", "0.25"},
-                      {"GATEWAY_WEBHOOK_SECRET", ""}, {"GATEWAY_DRAIN_TIMEOUT", "1"}});
+  gateway_process gw({{"GATEWAY_MAX_BODY_BYTES", "1024"},
+                      {"GATEWAY_SSE_HEARTBEAT_INTERVAL", "0.25"},
+                      {"GATEWAY_WEBHOOK_SECRET", ""},
+                      {"GATEWAY_DRAIN_TIMEOUT", "1"}});
   CHECK(http_call(gw.port(), "GET", "/healthz").status == 200);
   auto big = http_call(gw.port(), "POST", "/sessions", R"({"title":")" + std::string(2000, 'x') + R"("})");
   check_error(big, 413, "payload_too_large");

@@ -67,8 +67,9 @@ TEST_CASE("slow clients are disconnected after GATEWAY_HEADER_TIMEOUT") {
   SUBCASE("a client that sends the header but only part of the body") {
     http_client client(gw.port());
     auto t0 = steady::now();
-    client.send_raw("POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
-                    R"({"title":)");
+    client.send_raw(
+        "POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+        R"({"title":)");
     CHECK(client.closed_by_peer(4s));
     CHECK(ms_since(t0) < 3000);
     CHECK(get_json(gw.port(), "/sessions").at("total") == 0);

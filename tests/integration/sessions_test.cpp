@@ -188,9 +188,8 @@ TEST_CASE("ids and thread ids are unique UUIDs and never coincide") {
 
 TEST_CASE("patch replaces title, config, metadata and status and bumps updated_at") {
   gateway_process gw;
-  auto s = create_session(gw.port(),
-                          R"({"title":"t0","agent_name":"a1","config":{"provider":"mock","temperature":1},)"
-                          R"("scopes":{"org":"x"},"metadata":{"a":"1","b":"2"}})");
+  auto s = create_session(gw.port(), R"({"title":"t0","agent_name":"a1","config":{"provider":"mock","temperature":1},)"
+                                     R"("scopes":{"org":"x"},"metadata":{"a":"1","b":"2"}})");
   const std::string id = str(s.at("id"));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
 
@@ -273,7 +272,8 @@ TEST_CASE("delete removes the session: get, patch and delete are then 404") {
 TEST_CASE("list: newest first, paging with limit and offset") {
   gateway_process gw;
   std::vector<std::string> created;  // oldest first
-  for (int i = 0; i < 7; ++i) created.push_back(str(create_session(gw.port(), R"({"title":"s)" + std::to_string(i) + R"("})").at("id")));
+  for (int i = 0; i < 7; ++i)
+    created.push_back(str(create_session(gw.port(), R"({"title":"s)" + std::to_string(i) + R"("})").at("id")));
   const std::vector<std::string> newest_first(created.rbegin(), created.rend());
 
   auto all = get_json(gw.port(), "/sessions");
@@ -346,8 +346,9 @@ TEST_CASE("list: metadata, scopes and status filters, ANDed, percent-decoded") {
   auto a = create_session(gw.port(), R"({"title":"a","metadata":{"team":"red","tier":"gold"},"scopes":{"org":"acme"}})");
   auto b = create_session(gw.port(), R"({"title":"b","metadata":{"team":"red","tier":"silver"},"scopes":{"org":"other"}})");
   auto c = create_session(gw.port(), R"({"title":"c","metadata":{"team":"blue"},"scopes":{"org":"acme","user":"u1"}})");
-  auto d = create_session(gw.port(),
-                          R"({"title":"d","metadata":{"team name":"a&b=c","plus":"1+1","café":"crème","k.v":"dot"},"scopes":{"org":"acme"}})");
+  auto d = create_session(
+      gw.port(),
+      R"({"title":"d","metadata":{"team name":"a&b=c","plus":"1+1","café":"crème","k.v":"dot"},"scopes":{"org":"acme"}})");
   REQUIRE(http_call(gw.port(), "PATCH", "/sessions/" + str(c.at("id")), R"({"status":"inactive"})").status == 200);
   const std::string A = str(a.at("id")), B = str(b.at("id")), C = str(c.at("id")), D = str(d.at("id"));
 
@@ -371,18 +372,18 @@ TEST_CASE("list: metadata, scopes and status filters, ANDed, percent-decoded") {
       {"status=active&scopes.org=acme", {D, A}},
       {"status=inactive&metadata.team=red", {}},
       {"status=active&scopes.org=acme&metadata.tier=gold&limit=10&offset=0", {A}},
-      {"metadata.team%20name=a%26b%3Dc", {D}},   // encoded space, & and = in key and value
-      {"metadata.team+name=a%26b%3Dc", {D}},     // '+' in a query is a space
-      {"metadata.plus=1%2B1", {D}},              // an encoded '+' is a plus
-      {"metadata.plus=1+1", {}},                 // ... and a bare one is not
-      {"metadata.caf%C3%A9=cr%C3%A8me", {D}},    // UTF-8, percent-encoded
-      {"metadata.k.v=dot", {D}},                 // a key containing a dot
+      {"metadata.team%20name=a%26b%3Dc", {D}},  // encoded space, & and = in key and value
+      {"metadata.team+name=a%26b%3Dc", {D}},    // '+' in a query is a space
+      {"metadata.plus=1%2B1", {D}},             // an encoded '+' is a plus
+      {"metadata.plus=1+1", {}},                // ... and a bare one is not
+      {"metadata.caf%C3%A9=cr%C3%A8me", {D}},   // UTF-8, percent-encoded
+      {"metadata.k.v=dot", {D}},                // a key containing a dot
       {"metadata.k%2Ev=dot", {D}},
-      {"%6Detadata.team=blue", {C}},             // an encoded parameter name
-      {"metadata.TEAM=red", {}},                 // keys are case-sensitive
-      {"metadata.team=RED", {}},                 // values too
-      {"scopes.team=red", {}},                   // metadata is not a scope
-      {"metadata.org=acme", {}},                 // and scopes are not metadata
+      {"%6Detadata.team=blue", {C}},  // an encoded parameter name
+      {"metadata.TEAM=red", {}},      // keys are case-sensitive
+      {"metadata.team=RED", {}},      // values too
+      {"scopes.team=red", {}},        // metadata is not a scope
+      {"metadata.org=acme", {}},      // and scopes are not metadata
   };
   for (const auto& fc : cases) {
     INFO("GET /sessions?" << fc.query);

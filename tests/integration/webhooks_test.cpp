@@ -11,12 +11,12 @@
 #include <signal.h>
 
 #include <boost/json/parse.hpp>
-#include <condition_variable>
-#include <mutex>
 #include <boost/json/serialize.hpp>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -105,7 +105,8 @@ std::set<std::string> keys_of(const json::object& o) {
 // A delivery of GET /sessions/{id}/webhooks, exactly as the contract shapes it.
 void check_delivery_shape(const json::object& d) {
   INFO("delivery: " << json::serialize(d));
-  CHECK(keys_of(d) == std::set<std::string>{"id", "webhook_id", "run_id", "url", "status", "attempts", "next_attempt_at", "created_at"});
+  CHECK(keys_of(d) ==
+        std::set<std::string>{"id", "webhook_id", "run_id", "url", "status", "attempts", "next_attempt_at", "created_at"});
   REQUIRE(d.at("id").is_string());
   CHECK(!d.at("id").as_string().empty());
   REQUIRE(d.at("webhook_id").is_string());
@@ -116,8 +117,10 @@ void check_delivery_shape(const json::object& d) {
   const std::string status = str(d.at("status"));
   CHECK((status == "pending" || status == "delivered" || status == "failed"));
   CHECK(is_rfc3339(d.at("created_at")));
-  if (status == "pending") CHECK((d.at("next_attempt_at").is_null() || is_rfc3339(d.at("next_attempt_at"))));
-  else CHECK(d.at("next_attempt_at").is_null());
+  if (status == "pending")
+    CHECK((d.at("next_attempt_at").is_null() || is_rfc3339(d.at("next_attempt_at"))));
+  else
+    CHECK(d.at("next_attempt_at").is_null());
   REQUIRE(d.at("attempts").is_array());
   std::int64_t previous_at = 0;
   for (const auto& a : d.at("attempts").as_array()) {
@@ -140,7 +143,8 @@ void check_delivery_shape(const json::object& d) {
 
 std::vector<std::int64_t> status_codes(const json::object& d) {
   std::vector<std::int64_t> out;
-  for (const auto& a : d.at("attempts").as_array()) out.push_back(a.at("status_code").is_null() ? -1 : a.at("status_code").as_int64());
+  for (const auto& a : d.at("attempts").as_array())
+    out.push_back(a.at("status_code").is_null() ? -1 : a.at("status_code").as_int64());
   return out;
 }
 
@@ -171,7 +175,7 @@ void check_payload(const received_request& r, std::uint16_t port, const std::str
   REQUIRE(parsed->is_object());
   const auto& p = parsed->as_object();
   CHECK(keys_of(p) == std::set<std::string>{"session_id", "message_id", "run_id", "status", "output", "token_usage", "model_used",
-                                           "completed_at"});
+                                            "completed_at"});
   CHECK(p.at("session_id") == jstr(sid));
   CHECK(p.at("run_id") == jstr(stream.head.header("X-Run-Id")));
   CHECK(p.at("status") == jstr(status));
@@ -270,7 +274,8 @@ std::string openssl_hmac_base64(const std::string& key, const std::string& conte
     std::ofstream out(file, std::ios::binary);
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
   }
-  auto [status, out] = run_shell("openssl dgst -sha256 -mac HMAC -macopt hexkey:" + hex(key) + " -binary < '" + file + "' | base64 -w0");
+  auto [status, out] =
+      run_shell("openssl dgst -sha256 -mac HMAC -macopt hexkey:" + hex(key) + " -binary < '" + file + "' | base64 -w0");
   INFO("openssl output: " << out);
   REQUIRE(status == 0);
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
@@ -601,7 +606,7 @@ TEST_CASE("webhooks: a run cut short by kill -9 is reported after restart as sta
   REQUIRE(payload.has_value());
   const auto& p = payload->as_object();
   CHECK(keys_of(p) == std::set<std::string>{"session_id", "message_id", "run_id", "status", "output", "token_usage", "model_used",
-                                           "completed_at"});
+                                            "completed_at"});
   CHECK(p.at("session_id") == jstr(sid));
   CHECK(p.at("run_id") == jstr(run_id));
   CHECK(p.at("status") == "error");
@@ -716,8 +721,9 @@ TEST_CASE("webhooks: redeliver of a pending delivery is a 409 delivery_pending t
 
 TEST_CASE("webhooks: with a secret every attempt carries the Standard Webhooks signature (checked with openssl)") {
   if (!command_exists("openssl") || !command_exists("base64"))
-    FAIL("the openssl and base64 CLIs are needed to check signatures independently: run scripts/setup.sh "
-         "(it installs Debian's openssl)");
+    FAIL(
+        "the openssl and base64 CLIs are needed to check signatures independently: run scripts/setup.sh "
+        "(it installs Debian's openssl)");
   const std::string key = random_bytes(32);
   const std::string secret = "whsec_" + base64(key);
   webhook_receiver receiver;
@@ -808,7 +814,8 @@ TEST_CASE("webhooks: callback URLs to private, loopback, link-local or malformed
 
 TEST_CASE("webhooks: GATEWAY_WEBHOOK_ALLOWLIST admits a listed loopback range and nothing else") {
   webhook_receiver receiver;
-  gateway_process gw(gateway_process::env_map{{"GATEWAY_WEBHOOK_ALLOWLIST", "127.0.0.1/32"}, {"GATEWAY_WEBHOOK_RETRY_SCHEDULE", "0.05"}});
+  gateway_process gw(
+      gateway_process::env_map{{"GATEWAY_WEBHOOK_ALLOWLIST", "127.0.0.1/32"}, {"GATEWAY_WEBHOOK_RETRY_SCHEDULE", "0.05"}});
   const std::string sid = create_session(gw.port());
   // Not in the list: still refused (an IP literal, no packet sent).
   for (const std::string u : {"http://127.0.0.2/", "http://10.0.0.1/"}) {
@@ -878,7 +885,7 @@ TEST_CASE("webhooks: deleting a session with a pending delivery drops it; the di
   REQUIRE(del.status == 204);
   const auto at_delete = receiver.count();
   check_error(http_call(gw.port(), "GET", webhooks_path(sid)), 404, "not_found");
-  std::this_thread::sleep_for(1200ms);  // several schedule steps
+  std::this_thread::sleep_for(1200ms);       // several schedule steps
   CHECK(receiver.count() <= at_delete + 1);  // at most one attempt that was already in flight
   CHECK(http_call(gw.port(), "GET", "/healthz", "", {}).status == 200);
   check_error(http_call(gw.port(), "GET", webhooks_path(sid)), 404, "not_found");
@@ -899,9 +906,10 @@ namespace {
 bool make_self_signed(const temp_dir& dir, tls_files& out) {
   out.cert_pem_path = (dir.path() / "cert.pem").string();
   out.key_pem_path = (dir.path() / "key.pem").string();
-  auto [status, text] = run_shell("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-                                  "-addext subjectAltName=IP:127.0.0.1 -keyout '" +
-                                  out.key_pem_path + "' -out '" + out.cert_pem_path + "' 2>&1");
+  auto [status, text] = run_shell(
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout '" +
+      out.key_pem_path + "' -out '" + out.cert_pem_path + "' 2>&1");
   INFO("openssl req: " << text);
   return status == 0;
 }
@@ -915,8 +923,10 @@ void write_file(const std::string& path, const std::string& text) {
 // A test CA (ca.pem) and, for each name, a certificate it signed for DNS:<name> (<name>.pem, <name>.key).
 bool make_ca_and_leaves(const temp_dir& dir, const std::vector<std::string>& names) {
   const auto at = [&](const std::string& file) { return "'" + (dir.path() / file).string() + "'"; };
-  std::string script = "set -e; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-                       "-subj /CN=agent-gateway-test-ca -keyout " + at("ca.key") + " -out " + at("ca.pem") + "; ";
+  std::string script =
+      "set -e; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+      "-subj /CN=agent-gateway-test-ca -keyout " +
+      at("ca.key") + " -out " + at("ca.pem") + "; ";
   for (const auto& name : names) {
     write_file((dir.path() / (name + ".ext")).string(),
                "subjectAltName=DNS:" + name + "\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");

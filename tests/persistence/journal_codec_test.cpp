@@ -37,12 +37,12 @@ TEST_CASE("journal_codec: several sessions' batches round-trip byte for byte") {
 
 TEST_CASE("journal_codec: a malformed row is a store_error, not a crash") {
   const char* rows[] = {
-      "s",                       // no header line end
-      "s\n1 2 3\nabc",           // three numbers
-      "s\n1 2 3 x\nabc",         // not a number
-      "s\n1 2 3 10\nabc",        // length past the end
-      "s\n1 2 3 -1\nabc",        // negative length
-      "s\n1 2 3 3 9\nabc",       // trailing field
+      "s",                  // no header line end
+      "s\n1 2 3\nabc",      // three numbers
+      "s\n1 2 3 x\nabc",    // not a number
+      "s\n1 2 3 10\nabc",   // length past the end
+      "s\n1 2 3 -1\nabc",   // negative length
+      "s\n1 2 3 3 9\nabc",  // trailing field
   };
   for (const char* row : rows) {
     CAPTURE(row);

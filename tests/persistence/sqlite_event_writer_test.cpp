@@ -81,12 +81,14 @@ struct fixture {
 
   temp_db db;
   journal_tails tails;
-  agw::core::store_executor store{[this](auto) { return std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails); },
-                                  {.readers = 1}};
+  agw::core::store_executor store{
+      [this](auto) { return std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails); },
+      {.readers = 1}};
   sqlite_event_writer writer;
   net::io_context io;
   net::strand<net::io_context::executor_type> strand{net::make_strand(io)};
-  std::unique_ptr<sqlite_store> reader = std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails);
+  std::unique_ptr<sqlite_store> reader =
+      std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails);
 };
 
 }  // namespace
@@ -98,7 +100,7 @@ TEST_CASE("sqlite_event_writer: small batches go to the journal and are read fro
   CHECK(fx.segment_rows() == 0);
   REQUIRE(fx.tails.oldest_claim());
   CHECK(*fx.tails.oldest_claim() == 1);  // the session's first journal row is still needed
-  CHECK(fx.readable() == range(1, 4));    // from the tail, no segment yet
+  CHECK(fx.readable() == range(1, 4));   // from the tail, no segment yet
   CHECK(fx.reader->oldest_event_id(sid) == 1);
 
   // The fifth event fills the tail: tail and batch go into one segment 1..5, and the

@@ -16,8 +16,7 @@ namespace agw::test {
 
 // A database file in the temp directory, removed (with its WAL files) afterwards.
 struct temp_db {
-  std::string path =
-      (std::filesystem::temp_directory_path() / ("agw-unit-" + core::new_uuid() + ".db")).string();
+  std::string path = (std::filesystem::temp_directory_path() / ("agw-unit-" + core::new_uuid() + ".db")).string();
 
   temp_db() = default;
   temp_db(const temp_db&) = delete;

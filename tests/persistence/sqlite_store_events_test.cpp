@@ -59,9 +59,20 @@ TEST_CASE("sqlite_store_events: events_after across batch boundaries with a limi
     std::vector<std::int64_t> expected;
   };
   const row rows[] = {
-      {0, 100, range(1, 12)}, {0, 12, range(1, 12)}, {0, 5, range(1, 5)},   {2, 4, range(3, 6)},  {3, 1, {4}},
-      {4, 3, range(5, 7)},    {6, 100, range(7, 12)}, {9, 100, range(10, 12)}, {11, 100, {12}},    {12, 100, {}},
-      {100, 5, {}},           {5, 0, {}},             {-5, 2, {1, 2}},         {8, 2, {9, 10}},
+      {0, 100, range(1, 12)},
+      {0, 12, range(1, 12)},
+      {0, 5, range(1, 5)},
+      {2, 4, range(3, 6)},
+      {3, 1, {4}},
+      {4, 3, range(5, 7)},
+      {6, 100, range(7, 12)},
+      {9, 100, range(10, 12)},
+      {11, 100, {12}},
+      {12, 100, {}},
+      {100, 5, {}},
+      {5, 0, {}},
+      {-5, 2, {1, 2}},
+      {8, 2, {9, 10}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.after);
@@ -112,8 +123,8 @@ TEST_CASE("sqlite_store_events: trim_events keeps exactly the events from the cu
     std::vector<std::int64_t> held;
   };
   const row rows[] = {
-      {0, 1, range(1, 12)},  {1, 1, range(1, 12)},  {3, 3, range(3, 12)},   {4, 4, range(4, 12)},  {5, 5, range(5, 12)},
-      {7, 7, range(7, 12)},  {9, 9, range(9, 12)},  {10, 10, range(10, 12)}, {12, 12, range(12, 12)}, {13, 0, {}},
+      {0, 1, range(1, 12)}, {1, 1, range(1, 12)}, {3, 3, range(3, 12)},    {4, 4, range(4, 12)},    {5, 5, range(5, 12)},
+      {7, 7, range(7, 12)}, {9, 9, range(9, 12)}, {10, 10, range(10, 12)}, {12, 12, range(12, 12)}, {13, 0, {}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.keep_from);

@@ -106,8 +106,16 @@ TEST_CASE("sqlite_store: constraint violations are store_errors and change nothi
       {"status outside the CHECK", [&] { store->insert_session(bad_status); }, "CHECK"},
       {"message of an unknown session", [&] { store->upsert_message(make_message("nope", "m1", 1)); }, "FOREIGN KEY"},
       {"events of an unknown session", [&] { store->append_events(make_batch("nope", 1, 2)); }, "FOREIGN KEY"},
-      {"checkpoint of an unknown session", [&] { store->insert_checkpoint({"t", "nope", 1, "{}", 0}); }, "FOREIGN KEY"},
-      {"idempotency key of an unknown session", [&] { store->insert_idempotency_key({"nope", "k", "h", "r", 0, 0}); }, "FOREIGN KEY"},
+      {"checkpoint of an unknown session",
+       [&] {
+         store->insert_checkpoint({"t", "nope", 1, "{}", 0});
+       },
+       "FOREIGN KEY"},
+      {"idempotency key of an unknown session",
+       [&] {
+         store->insert_idempotency_key({"nope", "k", "h", "r", 0, 0});
+       },
+       "FOREIGN KEY"},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -261,7 +269,13 @@ TEST_CASE("sqlite_store: list_sessions filters, pages and orders newest first") 
     std::vector<std::string> expected;
   };
   const page_row pages[] = {
-      {2, 0, {"f", "e"}}, {2, 2, {"d", "c"}}, {2, 4, {"b", "a"}}, {2, 6, {}}, {4, 5, {"a"}}, {0, 0, {}}, {500, 0, {"f", "e", "d", "c", "b", "a"}},
+      {2, 0, {"f", "e"}},
+      {2, 2, {"d", "c"}},
+      {2, 4, {"b", "a"}},
+      {2, 6, {}},
+      {4, 5, {"a"}},
+      {0, 0, {}},
+      {500, 0, {"f", "e", "d", "c", "b", "a"}},
   };
   for (const auto& p : pages) {
     CAPTURE(p.limit);
@@ -393,8 +407,9 @@ TEST_CASE("sqlite_store: idempotency keys insert, find, purge") {
   CHECK_FALSE(store->find_idempotency_key("s3", "k1"));
   CHECK_FALSE(store->find_idempotency_key("s", "K1"));
 
-  CHECK(store_error_of([&] { store->insert_idempotency_key({"s", "k1", "other", "run-9", 0, 5000}); }).find("UNIQUE") !=
-        std::string::npos);
+  CHECK(store_error_of([&] {
+          store->insert_idempotency_key({"s", "k1", "other", "run-9", 0, 5000});
+        }).find("UNIQUE") != std::string::npos);
   CHECK(store->find_idempotency_key("s", "k1")->run_id == "run-1");
 
   store->purge_idempotency_keys(2000);  // strictly older than 2000

@@ -53,8 +53,7 @@ TEST_CASE_TEMPLATE("conversation_store: messages round-trip every field", impl, 
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
   auto with_calls = make_message("s", "m2", 2);
-  with_calls.tool_calls =
-      boost::json::parse(R"([{"id":"call_1","name":"calculator","args":{"expression":"1+1"}}])").as_array();
+  with_calls.tool_calls = boost::json::parse(R"([{"id":"call_1","name":"calculator","args":{"expression":"1+1"}}])").as_array();
   with_calls.model_used = "mock";
   with_calls.token_count = 12;
   with_calls.parent_id = "m1";
@@ -90,8 +89,7 @@ TEST_CASE_TEMPLATE("conversation_store: messages round-trip every field", impl, 
   CHECK(all[0].tool_calls.empty());
 }
 
-TEST_CASE_TEMPLATE("conversation_store: list_messages pages newest first; all_messages is oldest first", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("conversation_store: list_messages pages newest first; all_messages is oldest first", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -121,8 +119,8 @@ TEST_CASE_TEMPLATE("conversation_store: list_messages pages newest first; all_me
   CHECK(seqs_of(store->all_messages("other")) == std::vector<std::int64_t>{1});
 }
 
-TEST_CASE_TEMPLATE("conversation_store: upsert replaces a message by id; a taken position or unknown session is refused",
-                   impl, AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("conversation_store: upsert replaces a message by id; a taken position or unknown session is refused", impl,
+                   AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));

@@ -42,10 +42,22 @@ TEST_CASE_TEMPLATE("event_log: events_after crosses rows in id order, at most li
     std::vector<std::int64_t> expected;
   };
   const row rows[] = {
-      {0, 100, id_range(1, 12)}, {0, 12, id_range(1, 12)}, {0, 5, id_range(1, 5)},     {2, 4, id_range(3, 6)},
-      {3, 1, {4}},               {4, 3, id_range(5, 7)},   {6, 100, id_range(7, 12)},  {9, 100, id_range(10, 12)},
-      {11, 100, {12}},           {12, 100, {}},            {100, 5, {}},               {5, 0, {}},
-      {-5, 2, {1, 2}},           {8, 2, {9, 10}},          {3, 2, {4, 5}},             {0, 1, {1}},
+      {0, 100, id_range(1, 12)},
+      {0, 12, id_range(1, 12)},
+      {0, 5, id_range(1, 5)},
+      {2, 4, id_range(3, 6)},
+      {3, 1, {4}},
+      {4, 3, id_range(5, 7)},
+      {6, 100, id_range(7, 12)},
+      {9, 100, id_range(10, 12)},
+      {11, 100, {12}},
+      {12, 100, {}},
+      {100, 5, {}},
+      {5, 0, {}},
+      {-5, 2, {1, 2}},
+      {8, 2, {9, 10}},
+      {3, 2, {4, 5}},
+      {0, 1, {1}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.after);
@@ -65,8 +77,8 @@ TEST_CASE_TEMPLATE("event_log: the frames read back are the exact SSE bytes writ
   store->insert_session(make_session("s", 1));
   // Frames of different shapes in one row: multi-line data, unicode, an empty payload.
   std::vector<agw::core::frame_ptr> frames = {
-      std::make_shared<const agw::core::event_frame>(agw::core::make_event_frame(
-          1, agw::core::event_type::status, "run-7", boost::json::object{{"input", "a\r\nb"}})),
+      std::make_shared<const agw::core::event_frame>(
+          agw::core::make_event_frame(1, agw::core::event_type::status, "run-7", boost::json::object{{"input", "a\r\nb"}})),
       std::make_shared<const agw::core::event_frame>(agw::core::make_event_frame(
           2, agw::core::event_type::token, "run-7", boost::json::object{{"content", "\xC3\xA9\xE2\x9C\x93 \"q\""}})),
       std::make_shared<const agw::core::event_frame>(
@@ -82,8 +94,7 @@ TEST_CASE_TEMPLATE("event_log: the frames read back are the exact SSE bytes writ
   }
 }
 
-TEST_CASE_TEMPLATE("event_log: a retried append from the same first id changes nothing or extends", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("event_log: a retried append from the same first id changes nothing or extends", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -96,10 +107,8 @@ TEST_CASE_TEMPLATE("event_log: a retried append from the same first id changes n
     std::int64_t last_event_id;
   };
   const row rows[] = {
-      {"the same attempt again", 4, 10, id_range(1, 10), 10},
-      {"a shorter retry", 4, 5, id_range(1, 10), 10},
-      {"a longer retry", 4, 12, id_range(1, 12), 12},
-      {"a retry of the first row, shorter", 1, 1, id_range(1, 12), 12},
+      {"the same attempt again", 4, 10, id_range(1, 10), 10}, {"a shorter retry", 4, 5, id_range(1, 10), 10},
+      {"a longer retry", 4, 12, id_range(1, 12), 12},         {"a retry of the first row, shorter", 1, 1, id_range(1, 12), 12},
       {"the next batch", 13, 13, id_range(1, 13), 13},
   };
   for (const auto& r : rows) {
@@ -135,13 +144,12 @@ TEST_CASE_TEMPLATE("event_log: last_event_id follows appends, never goes back, s
 
 // Retention is exact: the row the cut goes through keeps only its frames from the cut
 // on, so a resume older than the cut sees the gap at once.
-TEST_CASE_TEMPLATE("event_log: trim_events keeps exactly the events from the cut on, at every cut point", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("event_log: trim_events keeps exactly the events from the cut on, at every cut point", impl, AGW_STORE_IMPLS) {
   struct row {
     std::int64_t keep_from;
     std::int64_t oldest;  // 0: none held
   };
-  const row rows[] = {{-3, 1}, {0, 1}, {1, 1},  {2, 2},   {3, 3},   {4, 4},   {5, 5},  {6, 6},
+  const row rows[] = {{-3, 1}, {0, 1}, {1, 1},   {2, 2},   {3, 3},   {4, 4},  {5, 5},  {6, 6},
                       {7, 7},  {9, 9}, {10, 10}, {11, 11}, {12, 12}, {13, 0}, {100, 0}};
   for (const auto& r : rows) {
     CAPTURE(r.keep_from);
@@ -163,7 +171,7 @@ TEST_CASE_TEMPLATE("event_log: trim_events keeps exactly the events from the cut
       CHECK(ids_of(store->events_after("s", after, 2)) == expected);
     }
     CHECK(store->find_session("s")->last_event_id == 12);  // trimming does not move the sequence
-    CHECK(store->oldest_event_id("other") == 1);          // per session
+    CHECK(store->oldest_event_id("other") == 1);           // per session
     CHECK(ids_of(store->events_after("other", 0, 100)) == id_range(1, 50));
     // Appending after a trim goes on from the sequence.
     store->append_events(make_batch("s", 13, 14));
@@ -172,8 +180,7 @@ TEST_CASE_TEMPLATE("event_log: trim_events keeps exactly the events from the cut
   }
 }
 
-TEST_CASE_TEMPLATE("event_log: trimming twice, and trimming a session without events, are harmless", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("event_log: trimming twice, and trimming a session without events, are harmless", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   seed_rows(*store);

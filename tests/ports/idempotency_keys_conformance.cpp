@@ -64,7 +64,7 @@ TEST_CASE_TEMPLATE("idempotency_keys: purge drops the keys strictly older than t
     bool s_k1, s_k2, s2_k1;
   };
   const row rows[] = {
-      {0, true, true, true}, {1000, true, true, true}, {1001, false, true, true},
+      {0, true, true, true},     {1000, true, true, true},    {1001, false, true, true},
       {2000, false, true, true}, {3001, false, false, false},
   };
   for (const auto& r : rows) {

@@ -229,8 +229,8 @@ TEST_CASE_TEMPLATE("session_catalog: list_sessions pages with limit/offset; tota
     std::vector<std::string> expected;
   };
   const row rows[] = {
-      {2, 0, {"x", "v"}}, {2, 2, {"u", "z"}}, {2, 4, {"w", "y"}}, {2, 6, {}}, {4, 5, {"y"}},
-      {0, 0, {}},         {1, 3, {"z"}},      {500, 0, {"x", "v", "u", "z", "w", "y"}},
+      {2, 0, {"x", "v"}}, {2, 2, {"u", "z"}}, {2, 4, {"w", "y"}}, {2, 6, {}},
+      {4, 5, {"y"}},      {0, 0, {}},         {1, 3, {"z"}},      {500, 0, {"x", "v", "u", "z", "w", "y"}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.limit);
@@ -264,8 +264,7 @@ TEST_CASE_TEMPLATE("session_catalog: listed and found sessions carry their messa
   CHECK(store->find_session("s")->last_event_id == 5);
 }
 
-TEST_CASE_TEMPLATE("session_catalog: delete_session takes everything the session owns, nothing else", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("session_catalog: delete_session takes everything the session owns, nothing else", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   for (const std::string id : {"gone", "kept"}) {

@@ -37,8 +37,7 @@ const std::vector<bool> none_held(5, false);
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("unit_of_work: a savepoint rolled back undoes the writes of every port at once", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("unit_of_work: a savepoint rolled back undoes the writes of every port at once", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -136,8 +135,7 @@ TEST_CASE_TEMPLATE("unit_of_work: a failed write inside a savepoint leaves the b
 // The run's end: its final checkpoint (with the messages projection) and the
 // webhook outbox row are one job, so a callback is never queued for a conversation
 // that was not saved, nor a saved one left without its callback.
-TEST_CASE_TEMPLATE("unit_of_work: the final checkpoint and its outbox row commit together or not at all", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("unit_of_work: the final checkpoint and its outbox row commit together or not at all", impl, AGW_STORE_IMPLS) {
   for (const bool commit : {true, false}) {
     CAPTURE(commit);
     impl store_impl;
@@ -155,8 +153,10 @@ TEST_CASE_TEMPLATE("unit_of_work: the final checkpoint and its outbox row commit
     // Neither is visible before the commit.
     CHECK(reader->latest_checkpoint("thread-s")->version == 1);
     CHECK(reader->due_webhook_deliveries(1000, 10).empty());
-    if (commit) writer->commit_batch();
-    else writer->rollback_batch();
+    if (commit)
+      writer->commit_batch();
+    else
+      writer->rollback_batch();
     const std::int64_t version = commit ? 2 : 1;
     CHECK(reader->latest_checkpoint("thread-s")->version == version);
     CHECK(reader->all_messages("s").size() == (commit ? 2u : 0u));

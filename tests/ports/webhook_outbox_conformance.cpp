@@ -108,8 +108,7 @@ TEST_CASE_TEMPLATE("webhook_outbox: list is oldest first, with every attempt", i
   CHECK(store->find_webhook_delivery("s", "a")->attempts.empty());
 }
 
-TEST_CASE_TEMPLATE("webhook_outbox: due deliveries are pending ones, earliest first, at most limit", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("webhook_outbox: due deliveries are pending ones, earliest first, at most limit", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -133,8 +132,14 @@ TEST_CASE_TEMPLATE("webhook_outbox: due deliveries are pending ones, earliest fi
     std::vector<std::string> expected;
   };
   const row rows[] = {
-      {0, 10, {}},           {199, 10, {}},           {200, 10, {"b"}},          {300, 10, {"b", "c"}},
-      {350, 10, {"b", "c", "a"}}, {1000, 10, {"b", "c", "a", "d"}}, {1000, 2, {"b", "c"}}, {1000, 0, {}},
+      {0, 10, {}},
+      {199, 10, {}},
+      {200, 10, {"b"}},
+      {300, 10, {"b", "c"}},
+      {350, 10, {"b", "c", "a"}},
+      {1000, 10, {"b", "c", "a", "d"}},
+      {1000, 2, {"b", "c"}},
+      {1000, 0, {}},
   };
   for (const auto& r : rows) {
     CAPTURE(r.now);
@@ -150,8 +155,7 @@ TEST_CASE_TEMPLATE("webhook_outbox: due deliveries are pending ones, earliest fi
   CHECK(due[0].webhook_id == "msg_b");
 }
 
-TEST_CASE_TEMPLATE("webhook_outbox: next_webhook_due_ms is the earliest pending schedule after a time", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("webhook_outbox: next_webhook_due_ms is the earliest pending schedule after a time", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -174,8 +178,8 @@ TEST_CASE_TEMPLATE("webhook_outbox: next_webhook_due_ms is the earliest pending 
   CHECK(store->next_webhook_due_ms(0) == 200);
 }
 
-TEST_CASE_TEMPLATE("webhook_outbox: record_webhook_attempt moves status and schedule; finished deliveries take none",
-                   impl, AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("webhook_outbox: record_webhook_attempt moves status and schedule; finished deliveries take none", impl,
+                   AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -246,8 +250,7 @@ TEST_CASE_TEMPLATE("webhook_outbox: requeue starts a fresh round; attempt number
   CHECK(store->find_webhook_delivery("s", "a")->next_attempt_at_ms == 600);
 }
 
-TEST_CASE_TEMPLATE("webhook_outbox: a deleted session's deliveries are gone and take no attempts", impl,
-                   AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE("webhook_outbox: a deleted session's deliveries are gone and take no attempts", impl, AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));

@@ -120,7 +120,9 @@ class fake_db {
   }
   bool event_committed(std::string_view session_id, std::int64_t id) const {
     std::lock_guard lock(mutex_);
-    auto holds = [&](const core::event_batch_record& b) { return b.session_id == session_id && b.first_id <= id && id <= b.last_id; };
+    auto holds = [&](const core::event_batch_record& b) {
+      return b.session_id == session_id && b.first_id <= id && id <= b.last_id;
+    };
     if (auto it = data_.event_batches.find(session_id); it != data_.event_batches.end())
       for (const auto& b : it->second)
         if (holds(b)) return true;
@@ -332,9 +334,8 @@ class fake_connection final : public core::store_connection {
     });
   }
   void delete_messages(std::string_view session_id) override {
-    write("delete_messages", [&](fake_data& d) {
-      std::erase_if(d.messages, [&](const auto& kv) { return kv.second.session_id == session_id; });
-    });
+    write("delete_messages",
+          [&](fake_data& d) { std::erase_if(d.messages, [&](const auto& kv) { return kv.second.session_id == session_id; }); });
   }
 
   // --- checkpoints ---
@@ -367,8 +368,10 @@ class fake_connection final : public core::store_connection {
       // Like SQLite: a row with this first id is an earlier attempt of the same events.
       auto& rows = d.event_batches[batch.session_id];
       auto same = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first_id == batch.first_id; });
-      if (same == rows.end()) rows.push_back(batch);
-      else if (batch.last_id > same->last_id) *same = batch;
+      if (same == rows.end())
+        rows.push_back(batch);
+      else if (batch.last_id > same->last_id)
+        *same = batch;
       advance_last_event_id(d, batch);
     });
   }
@@ -470,7 +473,8 @@ class fake_connection final : public core::store_connection {
       std::vector<core::webhook_delivery_record> out;  // earliest due first, ties in insertion order
       for (const auto& r : d.deliveries)
         if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(without_attempts(r));
-      std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
+      std::stable_sort(out.begin(), out.end(),
+                       [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
       if (out.size() > limit) out.resize(limit);
       return out;
     });
@@ -479,7 +483,9 @@ class fake_connection final : public core::store_connection {
     return read("next_webhook_due_ms", [&](fake_data& d) -> std::optional<std::int64_t> {
       std::optional<std::int64_t> next;
       for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms && (!next || *r.next_attempt_at_ms < *next)) next = r.next_attempt_at_ms;
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms &&
+            (!next || *r.next_attempt_at_ms < *next))
+          next = r.next_attempt_at_ms;
       return next;
     });
   }

@@ -37,7 +37,8 @@ std::vector<std::string> environment_with(const gateway_process::env_map& extra)
 }
 
 // fork + exec with stdout to a pipe (returned) and stderr to log_path.
-pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env, int& stdout_fd, const std::string& log_path) {
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env, int& stdout_fd,
+            const std::string& log_path) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
@@ -143,9 +144,8 @@ std::string gateway_process::stderr_text() {
 command_result run_gateway_command(const std::vector<std::string>& args, const gateway_process::env_map& env,
                                    std::chrono::milliseconds deadline) {
   temp_dir dir;
-  gateway_process::env_map full{{"GATEWAY_PORT", "0"},
-                                {"GATEWAY_HOST", "127.0.0.1"},
-                                {"GATEWAY_DB_PATH", (dir.path() / "gateway.db").string()}};
+  gateway_process::env_map full{
+      {"GATEWAY_PORT", "0"}, {"GATEWAY_HOST", "127.0.0.1"}, {"GATEWAY_DB_PATH", (dir.path() / "gateway.db").string()}};
   for (const auto& [k, v] : env) full[k] = v;
   auto log = (dir.path() / "out.log").string();
   int out = -1;

@@ -158,7 +158,8 @@ bool http_client::closed_by_peer(std::chrono::milliseconds wait) {
   return true;
 }
 
-http_reply http_client::request(std::string_view method, std::string_view target, std::string_view body, const header_list& headers) {
+http_reply http_client::request(std::string_view method, std::string_view target, std::string_view body,
+                                const header_list& headers) {
   std::string req = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   if (!body.empty() || method == "POST" || method == "PATCH" || method == "PUT")

@@ -17,7 +17,7 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 struct http_reply {
   int status = 0;
   header_list headers;
-  std::string body;  // de-chunked
+  std::string body;                                 // de-chunked
   std::string header(std::string_view name) const;  // "" when absent (case-insensitive)
   boost::json::value json() const;
 };

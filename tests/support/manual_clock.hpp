@@ -12,12 +12,12 @@
 // completion is posted under it). A timer is used on its executor, like a real
 // one. Waits still pending when the clock goes are dropped (their coroutines
 // destroyed): let them finish, or destroy the clock before the io_context.
+#include <algorithm>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -123,7 +123,7 @@ class manual_clock final : public core::clock {
     boost::asio::awaitable<bool> wait_until(core::steady_time deadline) override {
       auto init = [this, deadline](auto handler) { enqueue(deadline, std::move(handler)); };
       return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(bool)>(std::move(init),
-                                                                                          boost::asio::use_awaitable);
+                                                                                            boost::asio::use_awaitable);
     }
     void cancel() override {
       std::vector<waiter> cancelled;
@@ -143,9 +143,8 @@ class manual_clock final : public core::clock {
       // std::function needs a copyable target: the (move-only) handler is shared.
       auto held = std::make_shared<Handler>(std::move(handler));
       auto target = boost::asio::get_associated_executor(*held, executor_);
-      waiter w{id_, deadline, [held, target](bool fired) {
-                 boost::asio::post(target, [held, fired] { std::move (*held)(fired); });
-               }};
+      waiter w{id_, deadline,
+               [held, target](bool fired) { boost::asio::post(target, [held, fired] { std::move (*held)(fired); }); }};
       bool due = false;
       {
         std::lock_guard lock(state_->mutex);

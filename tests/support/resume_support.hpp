@@ -41,8 +41,10 @@ inline std::unique_ptr<sse_reader> open_events(std::uint16_t port, const std::st
   header_list headers{{"Accept", "text/event-stream"}, {"Cache-Control", "no-cache"}};
   std::string target = events_path(sid);
   if (cursor) {
-    if (via == cursor_via::header) headers.emplace_back("Last-Event-ID", *cursor);
-    else target += "?last_event_id=" + *cursor;
+    if (via == cursor_via::header)
+      headers.emplace_back("Last-Event-ID", *cursor);
+    else
+      target += "?last_event_id=" + *cursor;
   }
   r->send("GET", target, {}, headers);
   return r;
@@ -102,13 +104,16 @@ inline std::string reconnected_problem(const sse_frame& f, std::int64_t last_eve
     }
     return v->as_int64();
   };
-  if (auto v = int_field("last_event_id"); v && *v != last_event_id) why << "last_event_id " << *v << " != " << last_event_id << "; ";
+  if (auto v = int_field("last_event_id"); v && *v != last_event_id)
+    why << "last_event_id " << *v << " != " << last_event_id << "; ";
   if (auto v = int_field("replayed"); v && replayed && *v != *replayed) why << "replayed " << *v << " != " << *replayed << "; ";
   if (auto v = int_field("oldest_event_id"); v && oldest_event_id && *v != *oldest_event_id)
     why << "oldest_event_id " << *v << " != " << *oldest_event_id << "; ";
   auto* gap = o.if_contains("gap");
-  if (!gap || !gap->is_bool()) why << "gap is missing or not a bool; ";
-  else if (gap->as_bool()) why << "gap is true; ";
+  if (!gap || !gap->is_bool())
+    why << "gap is missing or not a bool; ";
+  else if (gap->as_bool())
+    why << "gap is true; ";
   return why.str();
 }
 

@@ -110,9 +110,9 @@ class chunk_decoder {
   bool finished() const { return state_ == state::finished; }
   bool broken() const { return state_ == state::broken; }
 
-  std::vector<std::size_t> sizes;      // every non-empty chunk's size, in order
-  std::vector<std::string> problems;   // framing violations
-  std::string extra_after_end;         // bytes after the last chunk (a pipelined response would be here)
+  std::vector<std::size_t> sizes;     // every non-empty chunk's size, in order
+  std::vector<std::string> problems;  // framing violations
+  std::string extra_after_end;        // bytes after the last chunk (a pipelined response would be here)
 
  private:
   enum class state { size_line, data, data_end, trailer, finished, broken } state_ = state::size_line;
@@ -124,14 +124,14 @@ class chunk_decoder {
 // A strict incremental parser of the contract's SSE wire format.
 
 struct sse_frame {
-  std::optional<std::int64_t> id;     // absent for `reconnected`
+  std::optional<std::int64_t> id;  // absent for `reconnected`
   std::string event;
-  std::string data_text;              // the data line as sent
-  boost::json::value data;            // parsed data (null when not JSON)
+  std::string data_text;    // the data line as sent
+  boost::json::value data;  // parsed data (null when not JSON)
   bool data_is_json = false;
-  std::vector<std::string> fields;    // field names in the order they came
-  std::string raw;                    // the exact frame text, blank line included
-  clock_type::time_point received;    // when the frame completed at the client
+  std::vector<std::string> fields;  // field names in the order they came
+  std::string raw;                  // the exact frame text, blank line included
+  clock_type::time_point received;  // when the frame completed at the client
 
   const boost::json::object& obj() const {
     static const boost::json::object empty;
@@ -163,12 +163,12 @@ class sse_parser {
   // True when a frame or a line is still incomplete.
   bool partial() const { return !line_buf_.empty() || pending_.has_value(); }
 
-  std::optional<std::string> retry;          // the value of the retry: line
-  bool retry_first = false;                  // the retry line was the body's first line
+  std::optional<std::string> retry;  // the value of the retry: line
+  bool retry_first = false;          // the retry line was the body's first line
   std::vector<sse_frame> frames;
-  std::vector<std::size_t> heartbeat_at;     // frames.size() when each heartbeat line came
-  std::vector<std::string> problems;         // every deviation from the contract's format
-  std::string body;                          // every byte of the de-chunked body
+  std::vector<std::size_t> heartbeat_at;  // frames.size() when each heartbeat line came
+  std::vector<std::string> problems;      // every deviation from the contract's format
+  std::string body;                       // every byte of the de-chunked body
 
   std::vector<const sse_frame*> of_type(std::string_view type) const {
     std::vector<const sse_frame*> out;

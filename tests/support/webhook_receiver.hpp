@@ -37,8 +37,8 @@ struct received_request {
 // How the receiver answers one request.
 struct receiver_reply {
   int status = 200;
-  std::optional<std::string> retry_after;  // a Retry-After header value
-  bool hang = false;                       // never answer; hold the connection open
+  std::optional<std::string> retry_after;                    // a Retry-After header value
+  bool hang = false;                                         // never answer; hold the connection open
   std::vector<std::pair<std::string, std::string>> headers;  // more response headers (e.g. Location)
 
   static receiver_reply with_status(int status, std::optional<std::string> retry_after = std::nullopt) {

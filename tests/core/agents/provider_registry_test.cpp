@@ -84,8 +84,8 @@ TEST_CASE("provider_registry: the agent for a session") {
 
 TEST_CASE("provider_registry: unknown or malformed provider names are refused with today's message") {
   const auto& registry = builtin_provider_registry();
-  for (const char* text : {R"({"provider":"other"})", R"({"provider":1})", R"({"provider":null})", R"({"provider":""})",
-                           R"({"provider":"Mock"})"}) {
+  for (const char* text :
+       {R"({"provider":"other"})", R"({"provider":1})", R"({"provider":null})", R"({"provider":""})", R"({"provider":"Mock"})"}) {
     CAPTURE(text);
     CHECK(bad_request_message([&] { registry.select(config(text)); }) == R"(config.provider must be "mock" or "openai")");
     CHECK(bad_request_message([&] { agw::core::validate_config(config(text)); }) ==
@@ -102,8 +102,9 @@ TEST_CASE("provider_registry: validate_config dispatches to the named provider's
     }
   }
   SUBCASE("the shared fields come before the provider's options") {
-    CHECK(bad_request_message([] { agw::core::validate_config(config(R"({"provider":"openai","temperature":3,"mock":1})")); })
-              .starts_with("config.temperature"));
+    CHECK(bad_request_message([] {
+            agw::core::validate_config(config(R"({"provider":"openai","temperature":3,"mock":1})"));
+          }).starts_with("config.temperature"));
     CHECK(bad_request_message([] { agw::core::validate_config(config(R"({"model":1,"mock":{"tokens":-1}})")); }) ==
           "config.model must be a string");
   }

@@ -4,11 +4,11 @@
 
 #include "core/clock.hpp"
 
+#include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -109,8 +109,8 @@ struct driver_fixture {
     // The io_context is idle here: touching the channel from the test thread is touching it on its strand.
     auto r = std::make_shared<agw::core::run>(channel->strand(), wall_clock, agw::core::new_uuid(), agw::core::now_ms(),
                                               channel->last_assigned_id());
-    conversation.run = agw::core::checkpoint_run{r->id(), "running", user.id, r->started_at_ms(), std::nullopt,
-                                                 r->events_before(), callback_url};
+    conversation.run = agw::core::checkpoint_run{r->id(),      "running",          user.id,     r->started_at_ms(),
+                                                 std::nullopt, r->events_before(), callback_url};
     agw::core::save_checkpoint(*seeding, wall_clock, session, ++version, conversation, conversation.messages.size() - 1);
     channel->set_live_run(r);
     if (!agent_impl) agent_impl = std::make_shared<agw::core::mock_agent>();
@@ -187,9 +187,7 @@ struct driver_fixture {
     REQUIRE(cp);
     return *cp;
   }
-  agw::core::conversation_state final_state() const {
-    return agw::core::parse_checkpoint(latest_checkpoint().state, session.id);
-  }
+  agw::core::conversation_state final_state() const { return agw::core::parse_checkpoint(latest_checkpoint().state, session.id); }
 
   agw::test::fake_db db;
   net::io_context io;
@@ -317,8 +315,8 @@ TEST_CASE("run_driver: a completed run is status thinking, its tokens, usage and
 
 TEST_CASE("run_driver: tool calls publish tool_call and tool_result and checkpoint the tool messages") {
   driver_fixture f;
-  auto r = f.start(R"({"mock": {"tokens": 2, "tool_calls": [{"name": "calculator", "args": {"expression": "2+3"}}]}})",
-                   "add them");
+  auto r =
+      f.start(R"({"mock": {"tokens": 2, "tool_calls": [{"name": "calculator", "args": {"expression": "2+3"}}]}})", "add them");
   f.settle();
   REQUIRE(f.driver_done);
 
@@ -375,8 +373,7 @@ TEST_CASE("run_driver: an unknown tool fails the run with unknown_tool") {
   const auto ev = f.events();
   REQUIRE(ev.size() >= 3);
   CHECK(types_of(ev) == std::vector<event_type>{event_type::status, event_type::status, event_type::tool_call,
-                                                event_type::tool_result, event_type::error, event_type::usage,
-                                                event_type::done});
+                                                event_type::tool_result, event_type::error, event_type::usage, event_type::done});
   CHECK(str(data_of(ev[4]).at("code")) == "unknown_tool");
   CHECK(str(data_of(ev.back()).at("assistant_data").at("status")) == "error");
   CHECK(f.final_state().run->state == "error");
@@ -398,8 +395,8 @@ TEST_CASE("run_driver: an abort mid-run ends with status aborted and done carryi
 
   const auto ev = f.events();
   CHECK(ids_of(ev) == range(1, 5));
-  REQUIRE(types_of(ev) == std::vector<event_type>{event_type::status, event_type::token, event_type::status,
-                                                  event_type::usage, event_type::done});
+  REQUIRE(types_of(ev) == std::vector<event_type>{event_type::status, event_type::token, event_type::status, event_type::usage,
+                                                  event_type::done});
   CHECK(str(data_of(ev[2]).at("status")) == "aborted");
   CHECK(data_of(ev[3]).at("output_tokens").as_int64() == 1);
   const auto answer = data_of(ev[4]).at("assistant_data").as_object();
@@ -467,8 +464,8 @@ TEST_CASE("run_driver: an agent that throws fails the run with agent_error and i
   REQUIRE(f.driver_done);
   CHECK_FALSE(f.driver_error);  // drive_run never throws
   const auto ev = f.events();
-  REQUIRE(types_of(ev) == std::vector<event_type>{event_type::status, event_type::token, event_type::error, event_type::usage,
-                                                  event_type::done});
+  REQUIRE(types_of(ev) ==
+          std::vector<event_type>{event_type::status, event_type::token, event_type::error, event_type::usage, event_type::done});
   CHECK(str(data_of(ev[2]).at("code")) == "agent_error");
   CHECK(str(data_of(ev[2]).at("message")) == "boom");
   const auto answer = data_of(ev[4]).at("assistant_data").as_object();

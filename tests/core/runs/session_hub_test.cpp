@@ -74,7 +74,8 @@ struct hub_fixture {
   // Drives one run of `s` with the agent the hub picks for it; returns the run's committed events.
   std::vector<agw::core::frame_ptr> run_once(const agw::core::session_record& s) {
     auto channel = hub.channel(s.id, 0);
-    auto r = std::make_shared<agw::core::run>(channel->strand(), wall_clock, "run-" + s.id, agw::core::now_ms(), channel->last_assigned_id());
+    auto r = std::make_shared<agw::core::run>(channel->strand(), wall_clock, "run-" + s.id, agw::core::now_ms(),
+                                              channel->last_assigned_id());
     channel->set_live_run(r);  // the io_context is idle: we are on the strand
     agw::core::conversation_state conversation;
     agw::core::message_record user;
@@ -268,8 +269,7 @@ TEST_CASE("session_hub: agent_for picks the agent config.provider names, mock by
         nullptr);
   CHECK(dynamic_cast<agw::core::unavailable_agent*>(f.hub.agent_for(session_with("d", R"({"provider": "nope"})")).get()) !=
         nullptr);
-  CHECK(dynamic_cast<agw::core::unavailable_agent*>(f.hub.agent_for(session_with("e", R"({"provider": 42})")).get()) !=
-        nullptr);
+  CHECK(dynamic_cast<agw::core::unavailable_agent*>(f.hub.agent_for(session_with("e", R"({"provider": 42})")).get()) != nullptr);
 }
 
 TEST_CASE("session_hub: the default agent runs the mock; an unknown provider's run fails with provider_unavailable") {

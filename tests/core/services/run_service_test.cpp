@@ -2,8 +2,8 @@
 
 #include <doctest/doctest.h>
 
-#include <boost/asio/post.hpp>
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <map>
 
 #include "core/events/log_codec.hpp"

@@ -6,13 +6,13 @@
 // it declares before the fixture and leaves with no wait pending). A coroutine
 // parked on a manual clock still holds work (co_spawn's), so settle() would not
 // return while one waits: such tests drive with run_until() and advance().
-#include <chrono>
 #include <doctest/doctest.h>
+#include <chrono>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
-#include <atomic>
 #include <exception>
 #include <optional>
 #include <string>

@@ -113,8 +113,8 @@ TEST_CASE("webhook_service: on a manual clock, a redelivery is due at once and a
   const auto delay = *decision.next_attempt_at_ms - clock.wall_ms();
   CHECK(delay >= 8'000);
   CHECK(delay <= 12'000);
-  agw::core::webhook_attempt_outcome outcome{"d4", {0, clock.wall_ms(), 503, std::nullopt, 5}, decision.status,
-                                             decision.next_attempt_at_ms};
+  agw::core::webhook_attempt_outcome outcome{
+      "d4", {0, clock.wall_ms(), 503, std::nullopt, 5}, decision.status, decision.next_attempt_at_ms};
   CHECK(f.await(f.deliveries.record_attempt(outcome)));
 
   // Not due until the clock reaches it; then due, and nothing is due later.

@@ -2,17 +2,15 @@
 
 #include <string>
 
-#include <boost/json/value.hpp>
 #include <doctest/doctest.h>
+#include <boost/json/value.hpp>
 
 namespace {
 
 using agw::core::calculator;
 using agw::core::tool_result;
 
-tool_result run(const std::string& expression) {
-  return calculator{}.invoke(boost::json::object{{"expression", expression}});
-}
+tool_result run(const std::string& expression) { return calculator{}.invoke(boost::json::object{{"expression", expression}}); }
 
 struct calc_case {
   const char* expression;
@@ -80,7 +78,9 @@ const calc_case cases[] = {
     {"1.2.3", "syntax error at position 3: unexpected '.'", 1},
     {"1e400", "syntax error at position 1: unexpected 'e'", 1},
     {"1e5", "syntax error at position 1: unexpected 'e'", 1},
-    {"2\xC3\x97" "3", "syntax error at position 1: unexpected byte 0xC3", 1},
+    {"2\xC3\x97"
+     "3",
+     "syntax error at position 1: unexpected byte 0xC3", 1},
     {"", "empty expression", 1},
     {"   \t\n", "empty expression", 1},
 };
@@ -116,8 +116,7 @@ TEST_CASE("calculator: overflow is reported, not returned as inf") {
 
 TEST_CASE("calculator: nesting limit") {
   const auto nested = [](int depth) {
-    return std::string(static_cast<std::size_t>(depth), '(') + "1" +
-           std::string(static_cast<std::size_t>(depth), ')');
+    return std::string(static_cast<std::size_t>(depth), '(') + "1" + std::string(static_cast<std::size_t>(depth), ')');
   };
   auto r = run(nested(calculator::max_nesting_depth));
   CHECK(r.exit_code == 0);

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <string>
 
-#include <boost/json/value.hpp>
 #include <doctest/doctest.h>
+#include <boost/json/value.hpp>
 
 namespace {
 
@@ -13,8 +13,7 @@ using agw::core::current_time;
 
 // 2026-03-21T12:34:56.123Z (plus sub-millisecond noise that must be truncated).
 system_clock::time_point fixed_now() {
-  return sys_days{year{2026} / March / 21} + hours{12} + minutes{34} + seconds{56} +
-         milliseconds{123} + microseconds{999};
+  return sys_days{year{2026} / March / 21} + hours{12} + minutes{34} + seconds{56} + milliseconds{123} + microseconds{999};
 }
 
 struct offset_case {
@@ -76,8 +75,7 @@ TEST_CASE("current_time: defaults to UTC") {
 
 TEST_CASE("current_time: non-string offset") {
   const current_time tool(fixed_now);
-  for (const auto& bad : {boost::json::value(2), boost::json::value(true),
-                          boost::json::value(boost::json::array{"+02:00"})}) {
+  for (const auto& bad : {boost::json::value(2), boost::json::value(true), boost::json::value(boost::json::array{"+02:00"})}) {
     const auto r = tool.invoke({{"utc_offset", bad}});
     CHECK(r.exit_code == 1);
     CHECK(r.output.find("must be a string") != std::string::npos);

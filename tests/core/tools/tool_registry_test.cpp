@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include <boost/json/value.hpp>
 #include <doctest/doctest.h>
+#include <boost/json/value.hpp>
 
 namespace {
 
@@ -37,7 +37,7 @@ TEST_CASE("tool_registry: add, find, replace, sorted all") {
   registry.add(std::make_unique<fake_tool>("alpha", "a1"));
   registry.add(std::make_unique<fake_tool>("mid", "m"));
   registry.add(std::make_unique<fake_tool>("alpha", "a2"));  // replaces the first alpha
-  registry.add(nullptr);                                      // ignored
+  registry.add(nullptr);                                     // ignored
 
   const auto all = registry.all();
   REQUIRE(all.size() == 3);

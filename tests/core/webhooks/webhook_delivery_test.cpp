@@ -1,7 +1,7 @@
 #include "core/webhooks/webhook_delivery.hpp"
 
-#include <boost/json/parse.hpp>
 #include <doctest/doctest.h>
+#include <boost/json/parse.hpp>
 
 #include "core/webhooks/webhook_secret.hpp"
 #include "core/webhooks/webhook_signature.hpp"

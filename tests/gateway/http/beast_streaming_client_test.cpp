@@ -110,7 +110,8 @@ class loopback_server {
     const auto end = net::read_until(stream, net::dynamic_buffer(data), "\r\n\r\n");
     request_.head = data.substr(0, end);
     std::size_t length = 0;
-    if (auto at = request_.head.find("Content-Length: "); at != std::string::npos) length = std::stoul(request_.head.substr(at + 16));
+    if (auto at = request_.head.find("Content-Length: "); at != std::string::npos)
+      length = std::stoul(request_.head.substr(at + 16));
     request_.body = data.substr(end);
     if (request_.body.size() < length) {
       std::string rest(length - request_.body.size(), '\0');
@@ -198,8 +199,10 @@ TEST_CASE("beast_streaming_client: a chunked event stream arrives piece by piece
   loopback_server server([&](const writer& write, const std::atomic<bool>&) {
     write(sse_head);
     for (std::size_t i = 0; i < pieces.size(); ++i) {
-      if (i + 1 == pieces.size()) client_had_a_piece_before_the_last = wait_for(*first_piece, 5000ms);
-      else if (i > 0) std::this_thread::sleep_for(30ms);
+      if (i + 1 == pieces.size())
+        client_had_a_piece_before_the_last = wait_for(*first_piece, 5000ms);
+      else if (i > 0)
+        std::this_thread::sleep_for(30ms);
       write(chunk(pieces[i]));
     }
     write("0\r\n\r\n");
@@ -267,9 +270,7 @@ TEST_CASE("beast_streaming_client: a server that stops sending ends the read wit
 }
 
 TEST_CASE("beast_streaming_client: a server that never answers the header ends open() with idle_timeout") {
-  loopback_server server([](const writer&, const std::atomic<bool>& release) {
-    wait_for(release, 3000ms);
-  });
+  loopback_server server([](const writer&, const std::atomic<bool>& release) { wait_for(release, 3000ms); });
   net::io_context io;
   auto client = std::make_shared<beast_streaming_client>();
   auto request = request_to(server.url("/"));
@@ -338,7 +339,7 @@ net::awaitable<cancel_outcome> cancel_by_race(std::shared_ptr<beast_streaming_cl
 
 // open() raced against a timer while the server sits on the request without answering.
 net::awaitable<agw::core::open_result> cancel_open_by_race(std::shared_ptr<beast_streaming_client> client,
-                                                         streaming_request request) {
+                                                           streaming_request request) {
   using namespace boost::asio::experimental::awaitable_operators;
   auto executor = co_await net::this_coro::executor;
   auto exchange = client->prepare(executor, std::move(request));
@@ -431,10 +432,10 @@ struct temp_dir {
 
 // A self-signed certificate for 127.0.0.1 (IP SAN), by the openssl CLI; false when that fails.
 bool make_self_signed(const temp_dir& dir) {
-  const std::string command = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-                              "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
-                              (dir.path / "key.pem").string() + "' -out '" + (dir.path / "cert.pem").string() +
-                              "' >/dev/null 2>&1";
+  const std::string command =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
+      (dir.path / "key.pem").string() + "' -out '" + (dir.path / "cert.pem").string() + "' >/dev/null 2>&1";
   return std::system(command.c_str()) == 0;
 }
 
