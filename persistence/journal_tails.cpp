@@ -10,10 +10,12 @@ void journal_tails::claim(const std::string& session_id, std::int64_t seq) {
   if (t.claim == 0) t.claim = seq;
 }
 
-void journal_tails::add(const std::string& session_id, const std::vector<core::frame_ptr>& events) {
+std::size_t journal_tails::add(const std::string& session_id, const std::vector<core::frame_ptr>& events) {
   std::lock_guard lock(mutex_);
   auto& t = tails_[session_id].events;
+  const std::size_t before = t.size();
   t.insert(t.end(), events.begin(), events.end());
+  return before;
 }
 
 void journal_tails::segmented(const std::string& session_id) {
@@ -21,10 +23,13 @@ void journal_tails::segmented(const std::string& session_id) {
   tails_.erase(session_id);
 }
 
-void journal_tails::forget(std::string_view session_id) { segmented(std::string(session_id)); }
+void journal_tails::forget(std::string_view session_id) {
+  std::lock_guard lock(mutex_);
+  if (auto it = tails_.find(session_id); it != tails_.end()) tails_.erase(it);
+}
 
 const journal_tails::tail_state* journal_tails::find(std::string_view session_id) const {
-  auto it = tails_.find(std::string(session_id));
+  auto it = tails_.find(session_id);
   return it == tails_.end() ? nullptr : &it->second;
 }
 

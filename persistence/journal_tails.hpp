@@ -28,8 +28,8 @@ class journal_tails {
  public:
   // Writer thread, in the append job: `seq` is a row the session's tail needs from now on.
   void claim(const std::string& session_id, std::int64_t seq);
-  // After the journal row holding them committed.
-  void add(const std::string& session_id, const std::vector<core::frame_ptr>& events);
+  // After the journal row holding them committed; returns the tail's size before them.
+  std::size_t add(const std::string& session_id, const std::vector<core::frame_ptr>& events);
   // After a segment holding the whole tail committed: the tail and its claim go.
   void segmented(const std::string& session_id);
   void forget(std::string_view session_id);
@@ -49,8 +49,14 @@ class journal_tails {
   };
   const tail_state* find(std::string_view session_id) const;
 
+  // Looked up by string_view without building a string (several lookups per event).
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept { return std::hash<std::string_view>{}(id); }
+  };
+
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, tail_state> tails_;  // sessions with a tail or a claim only
+  std::unordered_map<std::string, tail_state, id_hash, std::equal_to<>> tails_;  // sessions with a tail or a claim only
 };
 
 }  // namespace agw::persistence

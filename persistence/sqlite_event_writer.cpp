@@ -19,13 +19,26 @@ sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_ta
 sqlite_event_writer::~sqlite_event_writer() = default;
 
 void sqlite_event_writer::append(batch b) {
-  std::lock_guard lock(mutex_);
-  const std::string id = b.session_id;
-  auto& s = sessions_[id];
-  s.retention = b.retention;
-  s.executor = b.executor;
-  s.waiting = std::move(b);
-  if (!s.in_flight) dispatch(id, s);
+  {
+    std::lock_guard lock(mutex_);
+    // The map's own key names the session from here on (no copy per batch).
+    auto& [id, s] = *sessions_.try_emplace(b.session_id).first;
+    s.retention = b.retention;
+    s.executor = b.executor;
+    s.waiting = std::move(b);
+    if (!s.in_flight) dispatch(id, s);
+  }
+  submit_if_due();
+}
+
+void sqlite_event_writer::submit_if_due() {
+  std::optional<net::any_io_executor> executor;
+  {
+    std::lock_guard lock(mutex_);
+    executor = std::exchange(submit_due_, std::nullopt);
+  }
+  // Outside the lock: the writer thread this wakes takes mutex_ first thing in the job.
+  if (executor) submit(*executor);
 }
 
 void sqlite_event_writer::dispatch(const std::string& session_id, session_state& s) {
@@ -45,10 +58,8 @@ void sqlite_event_writer::enqueue(request r) {
   pending_.push_back(std::move(r));
   if (job_queued_) return;  // the queued job will take this one too
   job_queued_ = true;
-  // Submitted at once, under mutex_: the store executor only queues it (its own lock, taken
-  // nowhere inside ours), and the job takes mutex_ later, on the writer thread; a refusal's
-  // completion is posted, never run here.
-  submit(pending_.back().b.executor);
+  // Submitted by the caller once it has let go of mutex_ (submit_if_due).
+  submit_due_ = pending_.back().b.executor;
 }
 
 void sqlite_event_writer::enqueue_tail_segment(const std::string& session_id, session_state& s) {
@@ -150,6 +161,7 @@ void sqlite_event_writer::completed(request& r, std::exception_ptr error) {
     std::lock_guard lock(mutex_);
     settle(r, error);
   }
+  submit_if_due();
   if (r.b.done) net::post(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
 }
 
@@ -180,9 +192,8 @@ void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
     s.segment_due = false;
     arm_timer(id, s);
   } else if (!error) {
-    const bool was_empty = tails_.size(id) == 0;
-    tails_.add(id, r.b.events);
-    if (was_empty) arm_timer(id, s);
+    // The tail's first events start its age.
+    if (tails_.add(id, r.b.events) == 0) arm_timer(id, s);
   }
   if (s.waiting)
     dispatch(id, s);
@@ -207,13 +218,16 @@ void sqlite_event_writer::arm_timer(const std::string& session_id, session_state
 }
 
 void sqlite_event_writer::on_timer(const std::string& session_id, std::uint64_t generation) {
-  std::lock_guard lock(mutex_);
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end() || it->second.timer_generation != generation || tails_.size(session_id) == 0) return;
-  auto& s = it->second;
-  s.segment_due = true;
-  // Idle: write the tail now; otherwise the batch in flight's completion does.
-  if (!s.in_flight) enqueue_tail_segment(session_id, s);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end() || it->second.timer_generation != generation || tails_.size(session_id) == 0) return;
+    auto& s = it->second;
+    s.segment_due = true;
+    // Idle: write the tail now; otherwise the batch in flight's completion does.
+    if (!s.in_flight) enqueue_tail_segment(session_id, s);
+  }
+  submit_if_due();
 }
 
 void sqlite_event_writer::forget(std::string_view session_id) {
