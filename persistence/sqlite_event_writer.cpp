@@ -19,33 +19,27 @@ sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_ta
 sqlite_event_writer::~sqlite_event_writer() = default;
 
 void sqlite_event_writer::append(batch b) {
+  std::optional<net::any_io_executor> to_submit;
   {
     std::lock_guard lock(mutex_);
     // The map's own key names the session from here on (no copy per batch).
     auto& [id, s] = *sessions_.try_emplace(b.session_id).first;
     s.retention = b.retention;
-    s.executor = b.executor;
-    s.waiting = std::move(b);
-    if (!s.in_flight) dispatch(id, s);
-  }
-  submit_if_due();
-}
-
-void sqlite_event_writer::submit_if_due() {
-  std::optional<net::any_io_executor> executor;
-  {
-    std::lock_guard lock(mutex_);
-    executor = std::exchange(submit_due_, std::nullopt);
+    if (!s.executor) s.executor = b.executor;  // the channel's strand: the same for every batch
+    if (s.in_flight)
+      s.waiting = std::move(b);  // behind the tail segment in flight
+    else
+      dispatch(id, s, std::move(b));
+    to_submit = std::exchange(submit_due_, std::nullopt);
   }
   // Outside the lock: the writer thread this wakes takes mutex_ first thing in the job.
-  if (executor) submit(*executor);
+  if (to_submit) submit(*to_submit);
 }
 
-void sqlite_event_writer::dispatch(const std::string& session_id, session_state& s) {
+void sqlite_event_writer::dispatch(const std::string& session_id, session_state& s, batch b) {
   s.in_flight = true;
   request r;
-  r.b = std::move(*s.waiting);
-  s.waiting.reset();
+  r.b = std::move(b);
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
   const std::size_t tail_size = tails_.size(session_id);
@@ -157,11 +151,13 @@ void sqlite_event_writer::write_segment(core::store_connection& c, const request
 }
 
 void sqlite_event_writer::completed(request& r, std::exception_ptr error) {
+  std::optional<net::any_io_executor> to_submit;
   {
     std::lock_guard lock(mutex_);
     settle(r, error);
+    to_submit = std::exchange(submit_due_, std::nullopt);
   }
-  submit_if_due();
+  if (to_submit) submit(*to_submit);
   if (r.b.done) net::post(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
 }
 
@@ -196,7 +192,7 @@ void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
     if (tails_.add(id, r.b.events) == 0) arm_timer(id, s);
   }
   if (s.waiting)
-    dispatch(id, s);
+    dispatch(id, s, *std::exchange(s.waiting, std::nullopt));
   else if (tails_.size(id) == 0)
     sessions_.erase(it);  // nothing journal-only: it costs nothing here
   else if (s.segment_due)
@@ -218,6 +214,7 @@ void sqlite_event_writer::arm_timer(const std::string& session_id, session_state
 }
 
 void sqlite_event_writer::on_timer(const std::string& session_id, std::uint64_t generation) {
+  std::optional<net::any_io_executor> to_submit;
   {
     std::lock_guard lock(mutex_);
     auto it = sessions_.find(session_id);
@@ -226,8 +223,9 @@ void sqlite_event_writer::on_timer(const std::string& session_id, std::uint64_t 
     s.segment_due = true;
     // Idle: write the tail now; otherwise the batch in flight's completion does.
     if (!s.in_flight) enqueue_tail_segment(session_id, s);
+    to_submit = std::exchange(submit_due_, std::nullopt);
   }
-  submit_if_due();
+  if (to_submit) submit(*to_submit);
 }
 
 void sqlite_event_writer::forget(std::string_view session_id) {

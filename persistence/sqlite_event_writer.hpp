@@ -68,8 +68,7 @@ class sqlite_event_writer final : public core::event_log_writer {
     bool forgotten = false;                 // deleted while a request was in flight
   };
 
-  void submit_if_due();  // after a step that may have queued the next job; mutex_ not held
-  void dispatch(const std::string& session_id, session_state& s);              // mutex_ held
+  void dispatch(const std::string& session_id, session_state& s, batch b);     // mutex_ held
   void enqueue(request r);                                                     // mutex_ held
   void enqueue_tail_segment(const std::string& session_id, session_state& s);  // mutex_ held
   // The requests one store job took, and each one's outcome.
@@ -93,9 +92,10 @@ class sqlite_event_writer final : public core::event_log_writer {
   std::uint64_t timers_armed_ = 0;  // mutex_
   std::mutex mutex_;
   std::unordered_map<std::string, session_state> sessions_;
-  std::vector<request> pending_;                            // taken by the next job when the writer runs it
-  bool job_queued_ = false;                                 // a job is queued that has not taken pending_ yet
-  std::optional<boost::asio::any_io_executor> submit_due_;  // that job, not yet handed to the store
+  std::vector<request> pending_;  // taken by the next job when the writer runs it
+  bool job_queued_ = false;       // a job is queued that has not taken pending_ yet
+  // That job, not yet handed to the store: whoever queued it submits it once out of mutex_.
+  std::optional<boost::asio::any_io_executor> submit_due_;
 };
 
 }  // namespace agw::persistence
