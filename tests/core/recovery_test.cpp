@@ -264,7 +264,7 @@ TEST_CASE("recovery: a session whose repair throws is rolled back and does not s
   CHECK(f.db.failed_commits.load() == 1);
   CHECK(f.db.rollbacks.load() == 2);
   CHECK(report.sessions_checked == 4);
-  CHECK(report.runs_interrupted == 3);  // today "b" is counted though rolled back (see the skipped case below)
+  CHECK(report.runs_interrupted == 2);  // "b"'s repair was rolled back: not counted
 
   for (const auto& s : {sessions[0], sessions[3]}) {
     CAPTURE(s.id);
@@ -286,10 +286,9 @@ TEST_CASE("recovery: a session whose repair throws is rolled back and does not s
   CHECK(f.events("b").size() == 4);
 }
 
-// BUG (reported, not fixed): recover_at_startup counts a session's repair in the report
-// before its transaction commits, so a rolled-back repair is still reported as an
-// interrupted run closed (main logs "N interrupted runs closed"). Expected: 2 here; today 3.
-TEST_CASE("recovery: the report counts only repairs that committed" * doctest::skip()) {
+// The report counts a session's repair only once its transaction committed (main logs
+// "N interrupted runs closed").
+TEST_CASE("recovery: the report counts only repairs that committed") {
   recovery_fixture f;
   for (const char* id : {"a", "b", "c"}) {
     auto s = f.add_session(id);
@@ -300,11 +299,10 @@ TEST_CASE("recovery: the report counts only repairs that committed" * doctest::s
   CHECK(report.runs_interrupted == 2);
 }
 
-// BUG (reported, not fixed): a crash after the final checkpoint committed (run "completed")
-// but before its done event committed leaves the log without the run's done; recovery only
-// looks at runs still "running", so followers resuming that session never see the run end.
-// Expected: a done event for run-1 appended after id 3; today nothing is appended.
-TEST_CASE("recovery: a finished run whose done never reached the log gets its done" * doctest::skip()) {
+// A crash after the final checkpoint committed (run "completed") but before its done event
+// committed leaves the log without the run's done: recovery appends it (the checkpoint's
+// answer), so followers resuming that session see the run end, exactly once.
+TEST_CASE("recovery: a finished run whose done never reached the log gets its done") {
   recovery_fixture f;
   auto s = f.add_session("s1");
   f.append("s1", {status(1, "run-1", "thinking"), token(2, "run-1", "hi"), status(3, "run-1", "usage-ish")});
@@ -323,13 +321,11 @@ TEST_CASE("recovery: a finished run whose done never reached the log gets its do
   CHECK(ev.back()->run_id() == "run-1");
 }
 
-// BUG (reported, not fixed): when a run's final checkpoint could not be stored, drive_run
-// still ends the run in the log (error storage_error + done, status error) but the
-// checkpoint keeps the run "running". If no later run overwrites it before a restart,
-// recovery closes that run a second time: a second error + done for a run whose done is
-// already in the log, and an "interrupted" assistant message. Expected: recovery sees the
-// run's done in the log and appends nothing; today it appends two more events.
-TEST_CASE("recovery: a running run whose done is already in the log is not closed twice" * doctest::skip()) {
+// When a run's final checkpoint could not be stored, drive_run still ends the run in the
+// log (error storage_error + done, status error) while the checkpoint keeps it "running".
+// Recovery sees the run's done in the log: it records the run as it ended and appends
+// nothing (no second end).
+TEST_CASE("recovery: a running run whose done is already in the log is not closed twice") {
   recovery_fixture f;
   auto s = f.add_session("s1");
   f.append("s1", {status(1, "run-1", "thinking"), token(2, "run-1", "hi"),
