@@ -129,6 +129,13 @@ void basic_sse_stream<Stream>::write_more() {
           whole = false;
           continue;
         }
+        // A replay that ends at `until_id` ends there, even when later events (a run that
+        // started meanwhile) came in the same batch.
+        if (opts_.until_id && f->id > *opts_.until_id) {
+          reached_end_ = true;
+          whole = false;
+          break;
+        }
         last_sent_ = f->id;
         ++frames_in_write_;
       }

@@ -217,6 +217,20 @@ TEST_CASE("sse_stream: until_id ends once that id was sent, with the last chunk"
   CHECK(h.ends[0].reusable);
 }
 
+TEST_CASE("sse_stream: until_id ends at that id even when later events come in the same batch") {
+  auto opts = options_with();
+  opts.until_id = 2;
+  harness h(opts);
+  h.start();
+  h.fresh();
+  // 3 and 4 belong to a run that started after the replay was decided.
+  h.stream->deliver(batch({token(1), token(2), token(3), token(4)}));
+  h.io.poll();
+  CHECK(h.fresh() == chunk(text({token(1), token(2)})) + std::string(last_chunk));
+  REQUIRE(h.ends.size() == 1);
+  CHECK(h.ends[0].why == sse_end_reason::run_done);
+}
+
 TEST_CASE("sse_stream: a replay with nothing to send ends in the header's write") {
   auto opts = options_with(/*after_id=*/5);
   opts.until_id = 5;
