@@ -22,6 +22,14 @@ class event_buffer {
   std::int64_t newest_id() const;  // 0 when empty
   std::size_t size() const { return size_; }
 
+  // The ring of a session whose last committed id is `committed` (it always ends there):
+  // does it hold every committed event after `after_id`?
+  bool holds_all_after(std::int64_t after_id, std::int64_t committed) const {
+    return after_id >= committed || (size_ && oldest_id() <= after_id + 1);
+  }
+  // The newest id a reader must take from the log rather than the ring.
+  std::int64_t log_upto(std::int64_t committed) const { return size_ ? oldest_id() - 1 : committed; }
+
  private:
   std::size_t capacity_;
   std::vector<frame_ptr> slots_;  // allocated on first push, released by clear()

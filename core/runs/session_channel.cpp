@@ -111,25 +111,20 @@ std::shared_ptr<const void> session_channel::keep_alive() { return shared_from_t
 
 net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t after_id, std::size_t limit) {
   std::vector<frame_ptr> out;
-  if (!ring_holds_all_after(after_id)) {
+  if (!ring_.holds_all_after(after_id, committed_id())) {
     // The log first, up to what the ring holds (retention may have cut the log's start).
-    const std::int64_t upto = ring_.size() ? ring_.oldest_id() - 1 : committed_id();
+    const std::int64_t upto = ring_.log_upto(committed_id());
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
     out = co_await store_.async_read(std::move(read), net::use_awaitable);
   }
   const std::int64_t last = out.empty() ? after_id : out.back()->id;
-  if (out.size() < limit && ring_holds_all_after(last))
+  if (out.size() < limit && ring_.holds_all_after(last, committed_id()))
     for (auto& f : ring_.after(last)) {
       if (out.size() >= limit) break;
       out.push_back(std::move(f));
     }
   co_return out;
-}
-
-bool session_channel::ring_holds_all_after(std::int64_t after_id) const {
-  // The ring ends at the last committed event.
-  return after_id >= committed_id() || (ring_.size() && ring_.oldest_id() <= after_id + 1);
 }
 
 std::int64_t session_channel::oldest_held() const {

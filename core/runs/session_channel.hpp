@@ -128,8 +128,6 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   // commit_pipeline::owner: a batch is committed (or, deleting, released unstored).
   void released(const std::vector<frame_ptr>& batch) override;
 
-  // What the ring serves: every committed event after `after_id`?
-  bool ring_holds_all_after(std::int64_t after_id) const;
   void publish_snapshot();
   void close_now();
   void release_ring_if_idle();

@@ -57,15 +57,9 @@ void subscriber_cursors::drain_all() {
   for (auto& c : cursors_) c->sub->close(subscriber::close_reason::draining);
 }
 
-bool subscriber_cursors::ring_holds_all_after(std::int64_t after_id) const {
-  // The ring ends at the last committed event.
-  const auto& ring = source_.ring();
-  return after_id >= source_.committed_id() || (ring.size() && ring.oldest_id() <= after_id + 1);
-}
-
 void subscriber_cursors::catch_up(const cursor_ptr& c) {
   if (c->gone) return;
-  if (!ring_holds_all_after(c->last_sent)) return read_log_page(c);
+  if (!source_.ring().holds_all_after(c->last_sent, source_.committed_id())) return read_log_page(c);
   auto frames = source_.ring().after(c->last_sent);
   if (c->on_replay) {
     replay_info info;
@@ -90,7 +84,7 @@ void subscriber_cursors::catch_up(const cursor_ptr& c) {
 void subscriber_cursors::read_log_page(const cursor_ptr& c) {
   // The log up to what the ring serves (retention may keep less in the log than the ring).
   const auto& ring = source_.ring();
-  const std::int64_t upto = ring.size() ? ring.oldest_id() - 1 : source_.committed_id();
+  const std::int64_t upto = ring.log_upto(source_.committed_id());
   const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - c->last_sent, 0)), page_);
   source_.read_log(c->last_sent, limit,
                    [this, c](std::exception_ptr error, std::int64_t log_oldest, std::vector<frame_ptr> frames) {

@@ -86,7 +86,6 @@ class subscriber_cursors {
   void after_drained(const cursor_ptr& c);
   // Ends `c`'s stream: its sequence cannot go on (close_reason::broken).
   void cut(const cursor_ptr& c);
-  bool ring_holds_all_after(std::int64_t after_id) const;
 
   source& source_;
   metrics& stats_;
