@@ -6,15 +6,19 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-session_hub::session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats,
-                         const settings& config, tool_runner& tools)
-    : executor_(std::move(executor)),
+session_hub::session_hub(placement place, store_executor& store, event_log_writer& log, metrics& stats, const settings& config,
+                         tool_runner& tools)
+    : place_(std::move(place)),
       store_(store),
       stats_(stats),
       services_{store, log, stats},
       config_(config),
       tools_(tools),
       providers_(builtin_provider_registry()) {}
+
+session_hub::session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats,
+                         const settings& config, tool_runner& tools)
+    : session_hub([executor] { return executor; }, store, log, stats, config, tools) {}
 
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
   std::lock_guard lock(mutex_);
@@ -26,7 +30,7 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
     opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
     opts.subscriber_backlog = config_.sse_subscriber_queue;
     opts.deleted = deleted_.contains(session_id);
-    slot = std::make_shared<session_channel>(executor_, session_id, last_event_id, services_, opts);
+    slot = std::make_shared<session_channel>(place_(), session_id, last_event_id, services_, opts);
   }
   return slot;
 }

@@ -4,7 +4,10 @@
 // committed event id so ids continue across restarts. Also picks the agent
 // for a session's config, through the provider registry.
 // Thread-safe: a mutex guards the map only; channel work runs on each
-// channel's strand, never under the mutex.
+// channel's strand, never under the mutex. A channel's strand is made on the
+// executor `placement` returns when the channel is created (the server's: the io
+// context of the thread that asks, see core/io_pool.hpp).
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +27,10 @@ namespace agw::core {
 
 class session_hub {
  public:
+  using placement = std::function<io_executor()>;
+  session_hub(placement place, store_executor& store, event_log_writer& log, metrics& stats, const settings& config,
+              tool_runner& tools);
+  // Every channel on one executor.
   session_hub(io_executor executor, store_executor& store, event_log_writer& log, metrics& stats, const settings& config,
               tool_runner& tools);
 
@@ -44,7 +51,7 @@ class session_hub {
   tool_runner& tools() { return tools_; }
 
  private:
-  io_executor executor_;
+  placement place_;
   store_executor& store_;
   metrics& stats_;
   channel_services services_;

@@ -12,8 +12,8 @@
 
 namespace agw::gateway {
 
-listener::listener(net::io_context& ioc, const net::ip::tcp::endpoint& endpoint, app_context& app)
-    : ioc_(ioc), acceptor_(net::make_strand(ioc)), app_(app) {
+listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app)
+    : io_(io), acceptor_(net::make_strand(io.primary())), app_(app) {
   acceptor_.open(endpoint.protocol());
   acceptor_.set_option(net::socket_base::reuse_address(true));
   acceptor_.bind(endpoint);
@@ -31,8 +31,9 @@ void listener::close() {
 
 awaitable<void> listener::accept_loop() {
   for (;;) {
-    // Each connection gets its own strand: its coroutine never runs on two threads at once.
-    auto [ec, socket] = co_await acceptor_.async_accept(net::make_strand(ioc_), net::as_tuple(net::use_awaitable));
+    // Each connection gets its own strand on the next io context: its coroutine never
+    // runs on two threads at once, and the contexts share the connections.
+    auto [ec, socket] = co_await acceptor_.async_accept(net::make_strand(io_.next()), net::as_tuple(net::use_awaitable));
     if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
     if (ec) {
       // Out of descriptors and the like: log, back off a little, keep serving.

@@ -1,7 +1,10 @@
 #pragma once
-// Accepts connections and starts serve_connection for each on its own strand.
-// Runs on the io_context; close() (posted by the server) stops accepting.
+// Accepts connections and starts serve_connection for each on its own strand,
+// made on the pool's io contexts in turn. Accepts on the pool's primary context;
+// close() (posted by the server) stops accepting.
 #include <boost/asio/ip/tcp.hpp>
+
+#include "core/io_pool.hpp"
 
 #include "gateway/http_types.hpp"
 
@@ -12,14 +15,14 @@ struct app_context;
 class listener {
  public:
   // Binds and listens at once so start-up errors surface before the server reports ready.
-  listener(net::io_context& ioc, const net::ip::tcp::endpoint& endpoint, app_context& app);
+  listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app);
   void start();
   void close();
   net::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
 
  private:
   awaitable<void> accept_loop();
-  net::io_context& ioc_;
+  core::io_pool& io_;
   net::ip::tcp::acceptor acceptor_;
   app_context& app_;
 };

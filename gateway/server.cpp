@@ -4,31 +4,32 @@
 #include <boost/asio/ip/address.hpp>
 #include <cstdio>
 
-#include "core/thread_name.hpp"
+#include <thread>
 
 namespace agw::gateway {
 
 server::server(const core::settings& config, core::storage_backend storage, const core::clock& time)
     : config_(config),
       stats_(),
-      ioc_(static_cast<int>(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()))),
+      io_(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()), "agw-io-"),
       tools_(core::make_builtin_tools([&time] { return time.wall_now(); })),
       tool_runner_(tools_, 2, config.tool_timeout),
-      hub_(ioc_.get_executor(), storage.store, storage.events, stats_, config, tool_runner_),
+      // A channel lives on the io thread of the request that first needs it.
+      hub_([this] { return io_.local_or_next().get_executor(); }, storage.store, storage.events, stats_, config, tool_runner_),
       sessions_(storage.store, hub_, time),
       messages_(storage.store, sessions_),
       events_(sessions_, hub_, time),
       deliveries_(storage.store, sessions_, time),
       health_(storage.store),
-      webhooks_(ioc_.get_executor(), deliveries_, config, stats_, time),
+      webhooks_(io_.primary().get_executor(), deliveries_, config, stats_, time),
       runs_(storage.store, hub_, sessions_, stats_, time, [this] { webhooks_.wake(); }),
       app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_},
-      signals_(ioc_, SIGINT, SIGTERM) {
+      signals_(io_.primary(), SIGINT, SIGTERM) {
   register_routes(app_);
   boost::system::error_code ec;
   auto address = net::ip::make_address(config.host, ec);
   if (ec) throw std::runtime_error("GATEWAY_HOST '" + config.host + "' is not an IP address");
-  listener_ = std::make_unique<listener>(ioc_, net::ip::tcp::endpoint(address, config.port), app_);
+  listener_ = std::make_unique<listener>(io_, net::ip::tcp::endpoint(address, config.port), app_);
 }
 
 server::~server() = default;
@@ -43,16 +44,7 @@ int server::run() {
   std::printf("agent-gateway listening on %s:%u\n", endpoint.address().to_string().c_str(), endpoint.port());
   std::fflush(stdout);
 
-  const unsigned threads = config_.io_threads ? config_.io_threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i)
-    pool.emplace_back([this, i] {
-      core::name_this_thread("agw-io-" + std::to_string(i));
-      ioc_.run();
-    });
-  // The main thread keeps the process's name (pgrep, top, systemd see it).
-  ioc_.run();
-  for (auto& t : pool) t.join();
+  io_.run();
   spdlog::info("stopped");
   return 0;
 }
@@ -61,7 +53,7 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
   if (ec) return;
   if (++signals_seen_ > 1) {
     spdlog::warn("second signal {}: exiting now", signal);
-    ioc_.stop();
+    io_.stop();
     return;
   }
   spdlog::info("signal {}: draining (deadline {}s)", signal, config_.drain_timeout.count());
@@ -79,7 +71,7 @@ void server::finish_drain() {
   // Live runs get until the deadline; then the io loop stops and main flushes storage.
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.drain_timeout);
-  auto poll = std::make_shared<net::steady_timer>(ioc_);
+  auto poll = std::make_shared<net::steady_timer>(io_.primary());
   auto check = std::make_shared<std::function<void()>>();
   *check = [this, poll, check, deadline] {
     // Done when every run has ended and every stream has written its last frame (followers
@@ -89,7 +81,7 @@ void server::finish_drain() {
       if (!idle)
         spdlog::warn("drain deadline reached with {} live runs and {} open streams", stats_.runs_live.load(),
                      stats_.sse_streams_open.load());
-      ioc_.stop();
+      io_.stop();
       *check = nullptr;  // break the self-reference
       return;
     }

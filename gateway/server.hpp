@@ -6,10 +6,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <memory>
-#include <thread>
-#include <vector>
 
 #include "core/clock.hpp"
+#include "core/io_pool.hpp"
 #include "core/metrics.hpp"
 #include "core/services/event_service.hpp"
 #include "core/services/health_service.hpp"
@@ -40,9 +39,9 @@ class server {
   void finish_drain();
 
   const core::settings& config_;
-  // Declared before the io_context: coroutine frames destroyed with it still touch the counters.
+  // Declared before the io contexts: coroutine frames destroyed with them still touch the counters.
   core::metrics stats_;
-  net::io_context ioc_;
+  core::io_pool io_;
   core::tool_registry tools_;
   core::tool_runner tool_runner_;
   core::session_hub hub_;
