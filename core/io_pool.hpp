@@ -14,9 +14,9 @@
 //
 // Thread-safety: every method but run() may be called from any thread. run() is
 // called once, by the thread that then serves the primary context.
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>

@@ -4,23 +4,40 @@
 
 namespace agw::persistence {
 
-void journal_tails::claim(const std::string& session_id, std::int64_t seq) {
+std::shared_ptr<journal_tails::slot> journal_tails::open(const std::string& session_id) {
   std::lock_guard lock(mutex_);
   auto& t = tails_[session_id];
-  if (t.claim == 0) t.claim = seq;
+  if (!t) t = std::make_shared<tail_state>();
+  return t;
 }
 
-std::size_t journal_tails::add(const std::string& session_id, const std::vector<core::frame_ptr>& events) {
+void journal_tails::claim(slot& s, std::int64_t seq) {
   std::lock_guard lock(mutex_);
-  auto& t = tails_[session_id].events;
-  const std::size_t before = t.size();
-  t.insert(t.end(), events.begin(), events.end());
+  if (s.claim == 0) s.claim = seq;
+}
+
+std::size_t journal_tails::add(slot& s, const std::vector<core::frame_ptr>& events) {
+  std::lock_guard lock(mutex_);
+  const std::size_t before = s.events.size();
+  s.events.insert(s.events.end(), events.begin(), events.end());
   return before;
 }
 
-void journal_tails::segmented(const std::string& session_id) {
+void journal_tails::segmented(slot& s) {
   std::lock_guard lock(mutex_);
-  tails_.erase(session_id);
+  s.events.clear();
+  s.events.shrink_to_fit();  // an idle session holds nothing here
+  s.claim = 0;
+}
+
+std::vector<core::frame_ptr> journal_tails::tail(const slot& s) const {
+  std::lock_guard lock(mutex_);
+  return s.events;
+}
+
+std::size_t journal_tails::size(const slot& s) const {
+  std::lock_guard lock(mutex_);
+  return s.events.size();
 }
 
 void journal_tails::forget(std::string_view session_id) {
@@ -30,13 +47,7 @@ void journal_tails::forget(std::string_view session_id) {
 
 const journal_tails::tail_state* journal_tails::find(std::string_view session_id) const {
   auto it = tails_.find(session_id);
-  return it == tails_.end() ? nullptr : &it->second;
-}
-
-std::vector<core::frame_ptr> journal_tails::tail(std::string_view session_id) const {
-  std::lock_guard lock(mutex_);
-  const auto* t = find(session_id);
-  return t ? t->events : std::vector<core::frame_ptr>{};
+  return it == tails_.end() ? nullptr : it->second.get();
 }
 
 std::size_t journal_tails::size(std::string_view session_id) const {
@@ -67,7 +78,7 @@ std::optional<std::int64_t> journal_tails::oldest_claim() const {
   std::lock_guard lock(mutex_);
   std::optional<std::int64_t> oldest;
   for (const auto& [id, t] : tails_)
-    if (t.claim && (!oldest || t.claim < *oldest)) oldest = t.claim;
+    if (t->claim && (!oldest || t->claim < *oldest)) oldest = t->claim;
   return oldest;
 }
 

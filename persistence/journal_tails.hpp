@@ -10,9 +10,15 @@
 // thread too. Events are added to a tail only after their commit, so a reader never
 // sees an uncommitted event.
 //
+// The writer reaches a session's entry through its slot (open() once per session),
+// so the per-batch steps look nothing up by id. Readers (events_after,
+// oldest_event_id) look the session up by id. A slot outlives forget(): the
+// writer's job in flight may still claim into it, and nobody sees that claim.
+//
 // Thread-safety: every method may be called from any thread (one mutex; nothing
-// is called out while it is held).
+// is called out while it is held). A slot is only ever passed back to this object.
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,16 +31,24 @@
 namespace agw::persistence {
 
 class journal_tails {
+  struct tail_state;
+
  public:
+  // One session's entry; opaque outside this class.
+  using slot = tail_state;
+  // The session's entry, made empty when it has none.
+  std::shared_ptr<slot> open(const std::string& session_id);
   // Writer thread, in the append job: `seq` is a row the session's tail needs from now on.
-  void claim(const std::string& session_id, std::int64_t seq);
+  void claim(slot& s, std::int64_t seq);
   // After the journal row holding them committed; returns the tail's size before them.
-  std::size_t add(const std::string& session_id, const std::vector<core::frame_ptr>& events);
+  std::size_t add(slot& s, const std::vector<core::frame_ptr>& events);
   // After a segment holding the whole tail committed: the tail and its claim go.
-  void segmented(const std::string& session_id);
+  void segmented(slot& s);
+  std::vector<core::frame_ptr> tail(const slot& s) const;
+  std::size_t size(const slot& s) const;
+  // The session was deleted: its entry (and any slot of it) goes.
   void forget(std::string_view session_id);
 
-  std::vector<core::frame_ptr> tail(std::string_view session_id) const;
   std::size_t size(std::string_view session_id) const;
   // The tail's events with id > after_id, at most `limit`.
   std::vector<core::frame_ptr> after(std::string_view session_id, std::int64_t after_id, std::size_t limit) const;
@@ -49,14 +63,15 @@ class journal_tails {
   };
   const tail_state* find(std::string_view session_id) const;
 
-  // Looked up by string_view without building a string (several lookups per event).
+  // Looked up by string_view without building a string.
   struct id_hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view id) const noexcept { return std::hash<std::string_view>{}(id); }
   };
 
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, tail_state, id_hash, std::equal_to<>> tails_;  // sessions with a tail or a claim only
+  // Every opened session until it is forgotten.
+  std::unordered_map<std::string, std::shared_ptr<tail_state>, id_hash, std::equal_to<>> tails_;
 };
 
 }  // namespace agw::persistence

@@ -18,33 +18,45 @@ sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_ta
 
 sqlite_event_writer::~sqlite_event_writer() = default;
 
-void sqlite_event_writer::append(batch b) {
+std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(const std::string& session_id) {
+  std::lock_guard lock(mutex_);
+  auto& s = sessions_[session_id];
+  if (!s) s = std::make_shared<session_state>(*this, session_id, tails_.open(session_id));
+  return s;
+}
+
+void sqlite_event_writer::append_to(session_state& s, batch b) {
   std::optional<net::any_io_executor> to_submit;
   {
     std::lock_guard lock(mutex_);
-    // The map's own key names the session from here on (no copy per batch).
-    auto& [id, s] = *sessions_.try_emplace(b.session_id).first;
+    if (s.forgotten) {
+      // Deleted: the channel is closed and ignores the outcome; nothing is written.
+      if (b.done)
+        net::post(b.executor,
+                  [done = std::move(b.done)] { done(std::make_exception_ptr(core::store_error("the session was deleted"))); });
+      return;
+    }
     s.retention = b.retention;
     if (!s.executor) s.executor = b.executor;  // the channel's strand: the same for every batch
     if (s.in_flight)
       s.waiting = std::move(b);  // behind the tail segment in flight
     else
-      dispatch(id, s, std::move(b));
+      dispatch(s, std::move(b));
     to_submit = std::exchange(submit_due_, std::nullopt);
   }
   // Outside the lock: the writer thread this wakes takes mutex_ first thing in the job.
   if (to_submit) submit(*to_submit);
 }
 
-void sqlite_event_writer::dispatch(const std::string& session_id, session_state& s, batch b) {
+void sqlite_event_writer::dispatch(session_state& s, batch b) {
   s.in_flight = true;
   request r;
+  r.session = s.shared_from_this();
   r.b = std::move(b);
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
-  const std::size_t tail_size = tails_.size(session_id);
-  r.as_segment = r.b.ends_run || (s.segment_due && tail_size > 0) || tail_size + r.b.events.size() >= opts_.segment_frames;
-  if (r.as_segment) r.tail = tails_.tail(session_id);
+  r.as_segment = r.b.ends_run || (s.segment_due && s.tail_size > 0) || s.tail_size + r.b.events.size() >= opts_.segment_frames;
+  if (r.as_segment && s.tail_size > 0) r.tail = tails_.tail(*s.tail);
   enqueue(std::move(r));
 }
 
@@ -52,18 +64,18 @@ void sqlite_event_writer::enqueue(request r) {
   pending_.push_back(std::move(r));
   if (job_queued_) return;  // the queued job will take this one too
   job_queued_ = true;
-  // Submitted by the caller once it has let go of mutex_ (submit_if_due).
+  // Submitted by the caller once it has let go of mutex_.
   submit_due_ = pending_.back().b.executor;
 }
 
-void sqlite_event_writer::enqueue_tail_segment(const std::string& session_id, session_state& s) {
+void sqlite_event_writer::enqueue_tail_segment(session_state& s) {
   s.in_flight = true;
   request r;
-  r.b.session_id = session_id;
+  r.session = s.shared_from_this();
   r.b.retention = s.retention;
   r.b.executor = s.executor;
   r.as_segment = true;
-  r.tail = tails_.tail(session_id);
+  r.tail = tails_.tail(*s.tail);
   enqueue(std::move(r));
 }
 
@@ -123,8 +135,8 @@ void sqlite_event_writer::write_journal(core::store_connection& c, taken_batch& 
   for (std::size_t i = 0; i < taken.requests.size(); ++i) {
     const auto& r = taken.requests[i];
     if (r.as_segment) continue;
-    records.push_back(
-        {r.b.session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), core::now_ms()});
+    records.push_back({r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events),
+                       core::now_ms()});
     journaled.push_back(i);
   }
   if (records.empty()) return;
@@ -134,7 +146,7 @@ void sqlite_event_writer::write_journal(core::store_connection& c, taken_batch& 
     for (const auto& r : records) rows.push_back(&r);
     // This executor's connections are SQLite's (sqlite_backend builds them).
     const auto seq = static_cast<sqlite_store&>(c).append_journal(rows);
-    for (auto i : journaled) tails_.claim(taken.requests[i].b.session_id, seq);
+    for (auto i : journaled) tails_.claim(*taken.requests[i].session->tail, seq);
   } catch (...) {
     error = std::current_exception();
   }
@@ -145,9 +157,10 @@ void sqlite_event_writer::write_segment(core::store_connection& c, const request
   std::vector<core::frame_ptr> events = r.tail;
   events.insert(events.end(), r.b.events.begin(), r.b.events.end());
   if (events.empty()) return;
-  c.append_events({r.b.session_id, events.front()->id, events.back()->id, core::encode_log_frames(events), core::now_ms()});
+  c.append_events(
+      {r.session->session_id, events.front()->id, events.back()->id, core::encode_log_frames(events), core::now_ms()});
   const auto keep = static_cast<std::int64_t>(r.b.retention);
-  if (keep > 0 && events.back()->id > keep) c.trim_events(r.b.session_id, events.back()->id - keep + 1);
+  if (keep > 0 && events.back()->id > keep) c.trim_events(r.session->session_id, events.back()->id - keep + 1);
 }
 
 void sqlite_event_writer::completed(request& r, std::exception_ptr error) {
@@ -162,10 +175,7 @@ void sqlite_event_writer::completed(request& r, std::exception_ptr error) {
 }
 
 void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
-  const auto& id = r.b.session_id;
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return;
-  auto& s = it->second;
+  auto& s = *r.session;
   s.in_flight = false;
   if (s.forgotten) {
     // Deleted meanwhile: nothing of it is kept, not even the claim its job took. A batch
@@ -174,55 +184,54 @@ void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
       net::post(s.waiting->executor, [done = std::move(s.waiting->done)] {
         done(std::make_exception_ptr(core::store_error("the session was deleted")));
       });
-    tails_.forget(id);
-    sessions_.erase(it);
+    s.waiting.reset();
     return;
   }
   if (!error && r.as_segment) {
     // Every journaled event of the session is in a segment now: the journal may drop them.
-    tails_.segmented(id);
+    tails_.segmented(*s.tail);
+    s.tail_size = 0;
     s.segment_due = false;
   } else if (error && r.as_segment && r.b.events.empty()) {
     // The age timer's segment was refused: try again after another age, not at once (a
     // persistent refusal would otherwise hold the writer in a loop).
     s.segment_due = false;
-    arm_timer(id, s);
+    arm_timer(r.session);
   } else if (!error) {
     // The tail's first events start its age.
-    if (tails_.add(id, r.b.events) == 0) arm_timer(id, s);
+    s.tail_size = tails_.add(*s.tail, r.b.events) + r.b.events.size();
+    if (s.tail_size == r.b.events.size()) arm_timer(r.session);
   }
   if (s.waiting)
-    dispatch(id, s, *std::exchange(s.waiting, std::nullopt));
-  else if (tails_.size(id) == 0)
-    sessions_.erase(it);  // nothing journal-only: it costs nothing here
-  else if (s.segment_due)
-    enqueue_tail_segment(id, s);
+    dispatch(s, *std::exchange(s.waiting, std::nullopt));
+  else if (s.segment_due && s.tail_size > 0)
+    enqueue_tail_segment(s);
 }
 
-void sqlite_event_writer::arm_timer(const std::string& session_id, session_state& s) {
+void sqlite_event_writer::arm_timer(const state_ptr& s) {
   if (opts_.segment_age.count() <= 0) return;
   // Somewhere in [age/2, age]: sessions that started together (a burst of runs) must not
   // all write their segments in the same writer cycle, which would stall every commit.
   thread_local std::minstd_rand jitter(std::random_device{}());
   const auto half = opts_.segment_age / 2;
-  auto timer = std::make_shared<net::steady_timer>(s.executor, half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
-  s.timer_generation = ++timers_armed_;
+  auto timer = std::make_shared<net::steady_timer>(s->executor, half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
+  s->timer_generation = ++timers_armed_;
   // Never cancelled: a timer that fires for a tail already written finds it stale.
-  timer->async_wait([this, timer, session_id, generation = s.timer_generation](const boost::system::error_code& ec) {
-    if (!ec) on_timer(session_id, generation);
+  timer->async_wait([this, timer, session = std::weak_ptr<session_state>(s),
+                     generation = s->timer_generation](const boost::system::error_code& ec) {
+    if (!ec) on_timer(session, generation);
   });
 }
 
-void sqlite_event_writer::on_timer(const std::string& session_id, std::uint64_t generation) {
+void sqlite_event_writer::on_timer(const std::weak_ptr<session_state>& session, std::uint64_t generation) {
   std::optional<net::any_io_executor> to_submit;
   {
     std::lock_guard lock(mutex_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.timer_generation != generation || tails_.size(session_id) == 0) return;
-    auto& s = it->second;
-    s.segment_due = true;
+    auto s = session.lock();
+    if (!s || s->forgotten || s->timer_generation != generation || s->tail_size == 0) return;
+    s->segment_due = true;
     // Idle: write the tail now; otherwise the batch in flight's completion does.
-    if (!s.in_flight) enqueue_tail_segment(session_id, s);
+    if (!s->in_flight) enqueue_tail_segment(*s);
     to_submit = std::exchange(submit_due_, std::nullopt);
   }
   if (to_submit) submit(*to_submit);
@@ -230,13 +239,14 @@ void sqlite_event_writer::on_timer(const std::string& session_id, std::uint64_t 
 
 void sqlite_event_writer::forget(std::string_view session_id) {
   std::lock_guard lock(mutex_);
-  tails_.forget(session_id);
   auto it = sessions_.find(std::string(session_id));
-  if (it == sessions_.end()) return;
-  if (it->second.in_flight)
-    it->second.forgotten = true;
-  else
+  if (it != sessions_.end()) {
+    // A log the channel still holds, or a request in flight, sees the flag; the tail's
+    // slot goes with the entry below, so nothing may touch it from here on.
+    it->second->forgotten = true;
     sessions_.erase(it);
+  }
+  tails_.forget(session_id);
 }
 
 }  // namespace agw::persistence

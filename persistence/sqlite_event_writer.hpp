@@ -13,8 +13,9 @@
 // oldest row a tail still needs (the store executor's maintenance) and folded into
 // segments at start-up (sqlite_store::fold_journal).
 //
-// Thread-safety: append() and forget() may be called from any thread (one mutex,
-// which every step below takes). A session's age timer runs on the executor its
+// Thread-safety: open(), forget() and a session log's append() may be called from
+// any thread (one mutex, which every step below takes). A session's state is found
+// through the log its channel opened, never by id on the way of a batch. A session's age timer runs on the executor its
 // batches name (the channel's strand), and owns itself while it waits, so none
 // outlives its io_context. One store job's completion runs on the executor of the
 // first batch it took and settles every batch of the job; each batch's `done` is
@@ -47,30 +48,42 @@ class sqlite_event_writer final : public core::event_log_writer {
   sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts);
   ~sqlite_event_writer() override;
 
-  void append(batch b) override;
+  std::shared_ptr<session_log> open(const std::string& session_id) override;
   void forget(std::string_view session_id) override;
 
  private:
+  struct session_state;
+  using state_ptr = std::shared_ptr<session_state>;
   // One batch on its way to the writer thread, with where it goes.
   struct request {
+    state_ptr session;
     batch b;  // b.events may be empty: a segment of the tail only
     bool as_segment = false;
     std::vector<core::frame_ptr> tail;  // segments: the journaled events written with it
   };
-  // Per session with a tail or a batch in flight.
-  struct session_state {
+  // Per opened session, until it is forgotten; its fields are guarded by mutex_.
+  struct session_state final : session_log, std::enable_shared_from_this<session_state> {
+    session_state(sqlite_event_writer& w, std::string id, std::shared_ptr<journal_tails::slot> t)
+        : writer(w), session_id(std::move(id)), tail(std::move(t)) {}
+    void append(batch b) override { writer.append_to(*this, std::move(b)); }
+
+    sqlite_event_writer& writer;
+    const std::string session_id;
+    const std::shared_ptr<journal_tails::slot> tail;
+    std::size_t tail_size = 0;              // events in `tail` (the writer alone changes it)
     bool in_flight = false;                 // one request at a time per session, so tails and claims stay exact
     std::optional<batch> waiting;           // the channel's next batch, behind a tail segment in flight
     bool segment_due = false;               // the tail is old enough: write it as a segment next
     std::size_t retention = 0;              // as its last batch said
     boost::asio::any_io_executor executor;  // its channel's strand
     std::uint64_t timer_generation = 0;     // a timer armed earlier than this one is stale
-    bool forgotten = false;                 // deleted while a request was in flight
+    bool forgotten = false;                 // deleted: nothing it appends is kept
   };
 
-  void dispatch(const std::string& session_id, session_state& s, batch b);     // mutex_ held
-  void enqueue(request r);                                                     // mutex_ held
-  void enqueue_tail_segment(const std::string& session_id, session_state& s);  // mutex_ held
+  void append_to(session_state& s, batch b);
+  void dispatch(session_state& s, batch b);     // mutex_ held
+  void enqueue(request r);                      // mutex_ held
+  void enqueue_tail_segment(session_state& s);  // mutex_ held
   // The requests one store job took, and each one's outcome.
   struct taken_batch {
     bool ran = false;
@@ -80,8 +93,8 @@ class sqlite_event_writer final : public core::event_log_writer {
   void submit(boost::asio::any_io_executor completion_executor);
   void run_job(core::store_connection& c, taken_batch& taken);        // writer thread
   void write_journal(core::store_connection& c, taken_batch& taken);  // writer thread
-  void arm_timer(const std::string& session_id, session_state& s);    // mutex_ held
-  void on_timer(const std::string& session_id, std::uint64_t generation);
+  void arm_timer(const state_ptr& s);                                 // mutex_ held
+  void on_timer(const std::weak_ptr<session_state>& session, std::uint64_t generation);
   void completed(request& r, std::exception_ptr error);
   void settle(const request& r, std::exception_ptr error);  // mutex_ held
   static void write_segment(core::store_connection& c, const request& r);
@@ -91,9 +104,9 @@ class sqlite_event_writer final : public core::event_log_writer {
   options opts_;
   std::uint64_t timers_armed_ = 0;  // mutex_
   std::mutex mutex_;
-  std::unordered_map<std::string, session_state> sessions_;
-  std::vector<request> pending_;  // taken by the next job when the writer runs it
-  bool job_queued_ = false;       // a job is queued that has not taken pending_ yet
+  std::unordered_map<std::string, state_ptr> sessions_;  // opened, not forgotten
+  std::vector<request> pending_;                         // taken by the next job when the writer runs it
+  bool job_queued_ = false;                              // a job is queued that has not taken pending_ yet
   // That job, not yet handed to the store: whoever queued it submits it once out of mutex_.
   std::optional<boost::asio::any_io_executor> submit_due_;
 };

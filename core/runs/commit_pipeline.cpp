@@ -15,7 +15,7 @@ commit_pipeline::commit_pipeline(io_strand strand, std::string session_id, event
                                  std::int64_t committed_id)
     : strand_(std::move(strand)),
       session_id_(std::move(session_id)),
-      log_(log),
+      log_(log.open(session_id_)),
       opts_(opts),
       owner_(to),
       committed_id_(committed_id) {}
@@ -41,13 +41,12 @@ void commit_pipeline::flush() {
     return;
   }
   event_log_writer::batch request;
-  request.session_id = session_id_;
   request.events = *batch;
   request.ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
   request.retention = opts_.retention;
   request.executor = strand_;
   request.done = [this, alive = owner_.keep_alive(), batch](std::exception_ptr error) { on_committed(batch, error); };
-  log_.append(std::move(request));
+  log_->append(std::move(request));
 }
 
 void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {

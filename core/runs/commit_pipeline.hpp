@@ -65,7 +65,7 @@ class commit_pipeline {
 
   io_strand strand_;
   std::string session_id_;
-  event_log_writer& log_;
+  std::shared_ptr<event_log_writer::session_log> log_;  // the session's, opened once
   options opts_;
   owner& owner_;
   std::int64_t committed_id_;

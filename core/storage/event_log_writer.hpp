@@ -4,12 +4,18 @@
 // `done` reports them committed. How a store lays the events out (SQLite: a
 // shared journal, then per-session segments) is the store's business.
 //
-// Thread-safety: append() may be called from any thread; a session has at most
-// one batch in flight (the channel waits for `done` before its next batch).
+// A channel opens its session's log once and appends through it: a paced run
+// appends one event at a time, and finding the session's state by id on every
+// append was a measurable share of its cost.
+//
+// Thread-safety: open(), forget() and a session log's append() may be called from
+// any thread; a session has at most one batch in flight (the channel waits for
+// `done` before its next batch).
 #include <boost/asio/any_io_executor.hpp>
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,7 +27,6 @@ namespace agw::core {
 class event_log_writer {
  public:
   struct batch {
-    std::string session_id;
     std::vector<frame_ptr> events;                 // consecutive ids, at least one
     bool ends_run = false;                         // a run's done is among them
     std::size_t retention = 0;                     // events the session keeps in its log (0 = all)
@@ -29,9 +34,18 @@ class event_log_writer {
     std::function<void(std::exception_ptr)> done;  // after the commit, or with the error (then retry)
   };
 
+  // One session's way in. Every open() of one session id returns the same state
+  // until forget().
+  class session_log {
+   public:
+    virtual ~session_log() = default;
+    virtual void append(batch b) = 0;
+  };
+
   virtual ~event_log_writer() = default;
-  virtual void append(batch b) = 0;
-  // The session was deleted: whatever is held for it goes.
+  virtual std::shared_ptr<session_log> open(const std::string& session_id) = 0;
+  // The session was deleted: whatever is held for it goes (a log opened before appends
+  // nothing more that lasts).
   virtual void forget(std::string_view session_id) = 0;
 };
 

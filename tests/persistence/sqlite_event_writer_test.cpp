@@ -50,13 +50,12 @@ struct fixture {
   void append(std::vector<frame_ptr> events, bool ends_run = false, std::size_t retention = 0) {
     std::optional<std::exception_ptr> outcome;
     sqlite_event_writer::batch b;
-    b.session_id = sid;
     b.events = std::move(events);
     b.ends_run = ends_run;
     b.retention = retention;
     b.executor = strand;
     b.done = [&](std::exception_ptr e) { outcome = e; };
-    writer.append(std::move(b));
+    writer.open(sid)->append(std::move(b));
     io.restart();
     while (!outcome && io.run_one()) {
     }

@@ -3,7 +3,7 @@
 // the store executor that appends it to the event log as one row and trims the
 // log to the batch's retention. No journal, no tails: the plainest layout a store
 // may choose, so channel tests see exactly when the store committed.
-// Thread-safety: append() from any thread (the executor queues the job).
+// Thread-safety: open() and append() from any thread (the executor queues the job).
 #include <boost/asio/bind_executor.hpp>
 
 #include "core/events/log_codec.hpp"
@@ -16,18 +16,26 @@ class fake_event_writer final : public core::event_log_writer {
  public:
   explicit fake_event_writer(core::store_executor& store) : store_(store) {}
 
-  void append(batch b) override {
-    core::event_batch_record row{b.session_id, b.events.front()->id, b.events.back()->id, core::encode_log_frames(b.events), 0};
-    auto job = [row = std::move(row), keep = static_cast<std::int64_t>(b.retention)](core::store_connection& c) {
-      c.append_events(row);
-      if (keep > 0 && row.last_id > keep) c.trim_events(row.session_id, row.last_id - keep + 1);
-    };
-    store_.async_write_urgent(std::move(job), boost::asio::bind_executor(b.executor, std::move(b.done)));
-  }
+  std::shared_ptr<session_log> open(const std::string& session_id) override { return std::make_shared<log>(store_, session_id); }
   void forget(std::string_view) override {}
 
  private:
+  struct log final : session_log {
+    log(core::store_executor& store, std::string session_id) : store_(store), session_id_(std::move(session_id)) {}
+    void append(batch b) override;
+    core::store_executor& store_;
+    const std::string session_id_;
+  };
   core::store_executor& store_;
 };
+
+inline void fake_event_writer::log::append(batch b) {
+  core::event_batch_record row{session_id_, b.events.front()->id, b.events.back()->id, core::encode_log_frames(b.events), 0};
+  auto job = [row = std::move(row), keep = static_cast<std::int64_t>(b.retention)](core::store_connection& c) {
+    c.append_events(row);
+    if (keep > 0 && row.last_id > keep) c.trim_events(row.session_id, row.last_id - keep + 1);
+  };
+  store_.async_write_urgent(std::move(job), boost::asio::bind_executor(b.executor, std::move(b.done)));
+}
 
 }  // namespace agw::test
