@@ -77,6 +77,9 @@ event_service::event_service(session_service& sessions, session_hub& hub, const 
     : sessions_(sessions), hub_(hub), clock_(time) {}
 
 net::awaitable<std::shared_ptr<session_channel>> event_service::channel(std::string session_id) {
+  // A live channel means a live session: the hub drops it when the session is deleted.
+  // A resume then goes straight to the ring, without a store round trip first.
+  if (auto live = hub_.find(session_id)) co_return live;
   auto finding = sessions_.require(std::move(session_id));
   auto session = co_await std::move(finding);
   co_return hub_.channel(session.id, session.last_event_id);
