@@ -157,11 +157,12 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
                   &time = clock_](store_connection& c) {
     started_run out;
     if (key) {
+      // Expired keys go first: a key past its TTL starts a new run, it does not attach.
+      c.purge_idempotency_keys(time.wall_ms() - idempotency_ttl_ms);
       if (auto existing = c.find_idempotency_key(session.id, *key)) {
         out.existing_key = existing;
         return out;
       }
-      c.purge_idempotency_keys(time.wall_ms() - idempotency_ttl_ms);
       c.insert_idempotency_key({session.id, *key, hash, run_id, first, time.wall_ms()});
     }
     if (auto cp = c.latest_checkpoint(session.thread_id)) {

@@ -216,6 +216,20 @@ TEST_CASE("run_service: an Idempotency-Key is honoured for its TTL, and forgotte
   CHECK(clock.pending_waits() == 0);
 }
 
+TEST_CASE("run_service: a key past its TTL starts a new run, even before any other key purged it") {
+  agw::test::manual_clock clock;
+  services_fixture f(clock);
+  auto s = f.create();
+  auto first = f.await(f.runs.start(s.session, message("once", "k1")));
+  f.settle();
+  clock.advance(std::chrono::milliseconds(agw::core::run_service::idempotency_ttl_ms + 1));
+  auto again = f.await(f.runs.start(s.session, message("once", "k1")));
+  CHECK_FALSE(again.attached);
+  CHECK(again.run_id != first.run_id);
+  f.settle();
+  CHECK(f.db.committed().idempotency.at({s.session.id, "k1"}).created_at_ms == clock.wall_ms());
+}
+
 TEST_CASE("run_service: the mock agent's think time and paced tokens follow the clock") {
   agw::test::manual_clock clock;
   services_fixture f(clock);
