@@ -200,7 +200,7 @@ void basic_sse_stream<Stream>::write_more() {
   if (reached_end_ && chunked_) pieces_.push_back(net::buffer(sse_detail::last_chunk, 5));
   if (pieces_.empty()) {
     if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
-    return;  // idle: the timer writes heartbeats
+    return;  // idle: the heartbeat wheel wakes it for heartbeats
   }
   writing_ = true;
   write_started_ = wheel_.now();
