@@ -24,6 +24,10 @@
 // Resolution: a stream scheduled at t is woken at the first tick at or after t,
 // so at most one tick late and never early.
 //
+// Bounds: a member is in the wheel at most once (scheduling again moves it), so
+// the wheel and one tick's batch hold at most as many entries as there are open
+// streams, which the connections bound; nothing is queued per beat.
+//
 // Lifetime: a scheduled member is kept alive by the wheel (as a pending timer
 // would keep its handler's owner), until it is taken, cancelled or the wheel goes.
 // Destroy the wheel only while its io_context is not running (or before it runs);

@@ -20,42 +20,13 @@ void response_parser::feed(const char* p, std::size_t n, clock_type::time_point 
   const char* end = p + n;
   while (p < end && phase_ != phase::complete) {
     switch (phase_) {
-      case phase::head: {
-        const std::size_t old = head_.size();
-        head_.append(p, static_cast<std::size_t>(end - p));
-        const auto at = head_.find("\r\n\r\n", old >= 3 ? old - 3 : 0);
-        if (at == std::string::npos) {
-          if (head_.size() > max_head_bytes) stop("response head larger than 16 KiB");
-          p = end;
-          break;
-        }
-        p += at + 4 - old;
-        head_.resize(at + 4);
-        parse_head();
-        head_.clear();
+      case phase::head:
+        p = take_head(p, end);
         break;
-      }
       case phase::size_line:
-      case phase::trailer: {
-        const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
-        if (!nl) {
-          head_.append(p, static_cast<std::size_t>(end - p));
-          if (head_.size() > 1024) stop("chunk-size line too long");
-          p = end;
-          break;
-        }
-        head_.append(p, static_cast<std::size_t>(nl - p));
-        p = nl + 1;
-        std::string_view l = head_;
-        if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-        if (phase_ == phase::trailer) {
-          if (l.empty()) phase_ = phase::complete;  // the blank line after the last chunk
-        } else {
-          chunk_size(l);
-        }
-        head_.clear();
+      case phase::trailer:
+        p = take_chunk_line(p, end);
         break;
-      }
       case phase::data: {
         const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_left_, static_cast<std::uint64_t>(end - p)));
         sse(p, take, now);
@@ -86,6 +57,39 @@ void response_parser::feed(const char* p, std::size_t n, clock_type::time_point 
         break;
     }
   }
+}
+
+const char* response_parser::take_head(const char* p, const char* end) {
+  const std::size_t old = head_.size();
+  head_.append(p, static_cast<std::size_t>(end - p));
+  const auto at = head_.find("\r\n\r\n", old >= 3 ? old - 3 : 0);
+  if (at == std::string::npos) {
+    if (head_.size() > max_head_bytes) stop("response head larger than 16 KiB");
+    return end;
+  }
+  head_.resize(at + 4);
+  parse_head();
+  head_.clear();
+  return p + (at + 4 - old);
+}
+
+const char* response_parser::take_chunk_line(const char* p, const char* end) {
+  const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+  if (!nl) {
+    head_.append(p, static_cast<std::size_t>(end - p));
+    if (head_.size() > 1024) stop("chunk-size line too long");
+    return end;
+  }
+  head_.append(p, static_cast<std::size_t>(nl - p));
+  std::string_view l = head_;
+  if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+  if (phase_ == phase::trailer) {
+    if (l.empty()) phase_ = phase::complete;  // the blank line after the last chunk
+  } else {
+    chunk_size(l);
+  }
+  head_.clear();
+  return nl + 1;
 }
 
 void response_parser::stop(std::string why) {

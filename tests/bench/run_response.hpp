@@ -51,6 +51,9 @@ class response_parser {
  private:
   enum class phase { head, size_line, data, data_crlf, trailer, identity, complete };
 
+  // Each takes what it can of [p, end) and returns where it stopped.
+  const char* take_head(const char* p, const char* end);
+  const char* take_chunk_line(const char* p, const char* end);  // a chunk-size or trailer line
   void stop(std::string why);
   void parse_head();
   void chunk_size(std::string_view l);
