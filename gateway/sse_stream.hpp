@@ -3,9 +3,9 @@
 // it streams, with a bounded queue of frame batches and one write in flight.
 //
 // The handler hands the socket over (the connection's coroutine ends, so an
-// idle follower costs this object, its socket and one timer: no coroutine
-// frames, no request buffers). When the stream ends, `on_end` gets the socket
-// back: a POST stream whose run is done may go on serving the connection.
+// idle follower costs this object and its socket: no coroutine frames, no
+// request buffers, no timer of its own). When the stream ends, `on_end` gets the
+// socket back: a POST stream whose run is done may go on serving the connection.
 //
 // Executor: the connection's strand (the socket's executor). deliver()/close()
 // are called on the session's strand and only post here.
@@ -14,9 +14,13 @@
 // slowly catches up from memory or the log instead of being cut (subscriber.hpp).
 // The stream is cut only when a write makes no progress for `write_timeout`.
 // Every end the gateway decides (run done, drain, session deleted) goes out after
-// a whole frame and, when chunked, with the last chunk. One timer per stream,
-// armed about once per heartbeat interval whatever the event rate: it writes the
-// heartbeat after `heartbeat` of silence, and cuts a stalled write.
+// a whole frame and, when chunked, with the last chunk.
+// Time: the io_context's heartbeat_wheel wakes the stream about once per heartbeat
+// interval whatever the event rate (it is not moved on each write: the stream
+// keeps its last write's time and, woken early, schedules itself again). Woken
+// after `heartbeat` of silence, it writes the heartbeat with one non-blocking
+// write (no handler queued); woken while a write has been in flight for
+// `write_timeout`, it cuts that write.
 //
 // The write loop is a class template over the stream it writes to, so that a test can
 // drive it with Beast's in-memory test::stream (fail the n-th write, read the exact
@@ -27,7 +31,6 @@
 // library.
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -36,6 +39,7 @@
 
 #include "core/events/subscriber.hpp"
 #include "core/metrics.hpp"
+#include "gateway/heartbeat_wheel.hpp"
 #include "gateway/http_types.hpp"
 
 namespace agw::gateway {
@@ -52,7 +56,9 @@ enum class sse_end_reason { run_done, client_gone, stalled, closed };
 
 // `Stream`: an AsyncWriteStream, movable, whose executor is (or runs on) `executor`.
 template <class Stream>
-class basic_sse_stream final : public core::subscriber, public std::enable_shared_from_this<basic_sse_stream<Stream>> {
+class basic_sse_stream final : public core::subscriber,
+                               public heartbeat_wheel::member,
+                               public std::enable_shared_from_this<basic_sse_stream<Stream>> {
  public:
   using options = sse_stream_options;
   using end_reason = sse_end_reason;
@@ -61,7 +67,8 @@ class basic_sse_stream final : public core::subscriber, public std::enable_share
   using end_handler =
       std::function<void(const std::shared_ptr<basic_sse_stream>& self, end_reason, Stream socket, bool reusable)>;
 
-  basic_sse_stream(net::any_io_executor executor, core::metrics& stats, options opts);
+  // `wheel` (heartbeat_wheel::of the executor's io_context, in the server) outlives the stream's work.
+  basic_sse_stream(net::any_io_executor executor, core::metrics& stats, heartbeat_wheel& wheel, options opts);
 
   // --- any thread (post to the stream's executor) ---
   void deliver(const core::frame_batch& frames) override;
@@ -81,8 +88,10 @@ class basic_sse_stream final : public core::subscriber, public std::enable_share
   void take(core::frame_batch frames);
   void write_more();
   void on_written(const boost::system::error_code& ec);
-  void arm_timer(std::chrono::steady_clock::time_point at);
+  void on_due(std::shared_ptr<heartbeat_wheel::member> self) override;
+  void wake_at(core::steady_time at);
   void on_timer();
+  void write_heartbeat(core::steady_time now);
   void notify_if_drained();
   void finish(end_reason why);
 
@@ -90,7 +99,8 @@ class basic_sse_stream final : public core::subscriber, public std::enable_share
   core::metrics& stats_;
   options opts_;
   std::optional<Stream> socket_;  // set by start(), handed back by finish()
-  net::steady_timer timer_;
+  heartbeat_wheel& wheel_;
+  core::steady_time wake_at_{};  // when the wheel was last asked to wake us
   end_handler on_end_;
 
   std::vector<core::frame_batch> queue_;     // delivered, not written yet
@@ -101,8 +111,8 @@ class basic_sse_stream final : public core::subscriber, public std::enable_share
   std::atomic<std::size_t> queued_{0};
   std::function<void()> drained_;  // the channel waits for the queue to be written
   std::int64_t last_sent_;
-  std::chrono::steady_clock::time_point last_write_;  // end of the last write (heartbeats count)
-  std::chrono::steady_clock::time_point write_started_;
+  core::steady_time last_write_;  // end of the last write (heartbeats count), on the wheel's clock
+  core::steady_time write_started_;
   std::size_t frames_in_write_ = 0;
   bool started_ = false;
   bool chunked_ = true;

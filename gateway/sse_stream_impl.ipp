@@ -2,9 +2,15 @@
 // The member definitions of basic_sse_stream (sse_stream.hpp). Included only by
 // sse_stream.cpp, which instantiates the server's tcp::socket stream, and by tests
 // that instantiate it over Beast's test::stream: see the header for why.
+#include <sys/socket.h>
+
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <string>
+#include <string_view>
 
 #include "core/events/sse_format.hpp"
 #include "gateway/sse_stream.hpp"
@@ -26,11 +32,39 @@ void cancel_write(Stream& stream) {
     stream.close();
   }
 }
+
+// One write attempt that neither blocks nor queues anything: the bytes the stream
+// took (0 when its send buffer is full). A socket is written with MSG_DONTWAIT (its
+// mode is left alone: the connection may get it back); Beast's test::stream never
+// blocks.
+template <class Stream>
+std::size_t write_now(Stream& stream, std::string_view bytes, boost::system::error_code& ec) {
+  if constexpr (requires { stream.native_handle(); }) {
+    const auto n = ::send(stream.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ec.assign(errno, boost::system::system_category());
+    return 0;
+  } else {
+    return stream.write_some(net::buffer(bytes.data(), bytes.size()), ec);
+  }
+}
+
+// The heartbeat as it goes on the wire, made once: one chunk, or (HTTP/1.0) the bare line.
+inline std::string_view heartbeat_bytes(bool chunked) {
+  static const std::string bare(core::heartbeat_line());
+  static const std::string framed = [] {
+    char size[20];
+    const int n = std::snprintf(size, sizeof size, "%zx\r\n", bare.size());
+    return std::string(size, static_cast<std::size_t>(n)) + bare + crlf;
+  }();
+  return chunked ? framed : bare;
+}
 }  // namespace sse_detail
 
 template <class Stream>
-basic_sse_stream<Stream>::basic_sse_stream(net::any_io_executor executor, core::metrics& stats, options opts)
-    : executor_(std::move(executor)), stats_(stats), opts_(std::move(opts)), timer_(executor_), last_sent_(opts_.after_id) {}
+basic_sse_stream<Stream>::basic_sse_stream(net::any_io_executor executor, core::metrics& stats, heartbeat_wheel& wheel,
+                                           options opts)
+    : executor_(std::move(executor)), stats_(stats), opts_(std::move(opts)), wheel_(wheel), last_sent_(opts_.after_id) {}
 
 template <class Stream>
 void basic_sse_stream<Stream>::deliver(const core::frame_batch& frames) {
@@ -99,10 +133,10 @@ void basic_sse_stream<Stream>::start(Stream socket, std::string head, std::strin
     if (chunked_) head_ += sse_detail::crlf;
   }
   started_ = true;
-  last_write_ = std::chrono::steady_clock::now();
+  last_write_ = wheel_.now();
   // (A replay with nothing to send ends in the first write: what subscribe() queued, such
   // as `reconnected`, was posted here before this call, so it goes out first.)
-  arm_timer(last_write_ + opts_.heartbeat);
+  wake_at(last_write_ + opts_.heartbeat);
   write_more();
 }
 
@@ -166,12 +200,12 @@ void basic_sse_stream<Stream>::write_more() {
   if (reached_end_ && chunked_) pieces_.push_back(net::buffer(sse_detail::last_chunk, 5));
   if (pieces_.empty()) {
     if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
-    return;  // idle: the timer writes heartbeats
+    return;  // idle: the heartbeat wheel wakes it for heartbeats
   }
   writing_ = true;
-  write_started_ = std::chrono::steady_clock::now();
-  // Rare: a write timeout shorter than the heartbeat needs an earlier check.
-  if (timer_.expiry() > write_started_ + opts_.write_timeout) arm_timer(write_started_ + opts_.write_timeout);
+  write_started_ = wheel_.now();
+  // Rare: a write timeout shorter than the heartbeat needs an earlier wake.
+  if (wake_at_ > write_started_ + opts_.write_timeout) wake_at(write_started_ + opts_.write_timeout);
   net::async_write(*socket_, pieces_,
                    [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); });
 }
@@ -183,7 +217,7 @@ void basic_sse_stream<Stream>::on_written(const boost::system::error_code& ec) {
   head_.shrink_to_fit();
   in_write_.clear();
   if (ec) return finish(stalled_ ? end_reason::stalled : end_reason::client_gone);
-  last_write_ = std::chrono::steady_clock::now();
+  last_write_ = wheel_.now();
   stats_.sse_frames_written += frames_in_write_;
   if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
   write_more();
@@ -191,44 +225,58 @@ void basic_sse_stream<Stream>::on_written(const boost::system::error_code& ec) {
 }
 
 template <class Stream>
-void basic_sse_stream<Stream>::arm_timer(std::chrono::steady_clock::time_point at) {
-  timer_.expires_at(at);
-  timer_.async_wait([self = this->shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec) self->on_timer();
-  });
+void basic_sse_stream<Stream>::on_due(std::shared_ptr<heartbeat_wheel::member> self) {
+  // From the wheel's tick, on an io thread: when our strand is free this runs us right
+  // here (no handler queued, no thread woken), else after what the strand is running.
+  net::dispatch(executor_, [self = std::static_pointer_cast<basic_sse_stream>(std::move(self))] { self->on_timer(); });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::wake_at(core::steady_time at) {
+  wake_at_ = at;
+  wheel_.schedule(this->shared_from_this(), at);
 }
 
 template <class Stream>
 void basic_sse_stream<Stream>::on_timer() {
   if (finished_) return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = wheel_.now();
   if (writing_) {
     // A client that stopped reading: cut the stalled write (a quiet client is never cut).
     if (now - write_started_ >= opts_.write_timeout) {
       stalled_ = true;
       stats_.sse_slow_subscribers_dropped++;
       sse_detail::cancel_write(*socket_);
+      // The cut write's failure ends the stream; should it have completed just before
+      // the cut, the stream goes on and still needs its wakes.
+      wake_at(now + opts_.heartbeat);
       return;
     }
     // A heartbeat is not due while a write is in flight: only the write's deadline.
-    arm_timer(write_started_ + opts_.write_timeout);
+    wake_at(write_started_ + opts_.write_timeout);
     return;
   }
-  if (now - last_write_ < opts_.heartbeat) {
-    // Written meanwhile: look again a heartbeat after that write.
-    arm_timer(last_write_ + opts_.heartbeat);
+  // Written meanwhile: look again a heartbeat after that write.
+  if (now - last_write_ < opts_.heartbeat) return wake_at(last_write_ + opts_.heartbeat);
+  write_heartbeat(now);
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::write_heartbeat(core::steady_time now) {
+  // Silent for a heartbeat interval: keep proxies from cutting an idle stream. Nothing is
+  // in flight, so one non-blocking write says it: one syscall, no completion to queue.
+  const std::string_view beat = sse_detail::heartbeat_bytes(chunked_);
+  boost::system::error_code ec;
+  const std::size_t taken = sse_detail::write_now(*socket_, beat, ec);
+  if (ec) return finish(end_reason::client_gone);
+  wake_at(now + opts_.heartbeat);
+  if (taken == beat.size()) {
+    last_write_ = now;
     return;
   }
-  // Silent for a heartbeat interval: keep proxies from cutting an idle stream.
-  const auto beat = core::heartbeat_line();
-  head_.clear();
-  if (chunked_) {
-    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", beat.size());
-    head_.append(chunk_size_, static_cast<std::size_t>(n));
-  }
-  head_ += beat;
-  if (chunked_) head_ += sse_detail::crlf;
-  arm_timer(now + opts_.heartbeat);
+  // The send buffer is full (a client that reads slowly): the rest goes through the write
+  // loop, ahead of any frame, under the write timeout.
+  head_.assign(beat.substr(taken));
   write_more();
 }
 
@@ -237,7 +285,7 @@ void basic_sse_stream<Stream>::finish(end_reason why) {
   if (finished_) return;
   finished_ = true;
   writing_ = false;
-  timer_.cancel();
+  wheel_.cancel(*this);
   queue_.clear();
   in_write_.clear();
   drained_ = nullptr;

@@ -14,6 +14,7 @@
 #include "core/runs/run.hpp"
 #include "core/services/event_service.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/heartbeat_wheel.hpp"
 #include "gateway/http_connection.hpp"
 #include "gateway/sse_stream.hpp"
 
@@ -101,8 +102,10 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   sse_stream::options opts;
   opts.heartbeat = to_duration(app.config.sse_heartbeat_interval);
   opts.write_timeout = to_duration(app.config.write_timeout);
+  // One timer for every stream of this io_context (it lives as long as the context).
+  auto* wheel = &heartbeat_wheel::of(executor, heartbeat_wheel::tick_for(opts.heartbeat, opts.write_timeout));
 
-  auto decide = [channel, plan, opts, executor, &stats = app.stats]() mutable -> awaitable<subscription> {
+  auto decide = [channel, plan, opts, executor, wheel, &stats = app.stats]() mutable -> awaitable<subscription> {
     subscription out;
     out.last_event_id = channel->last_committed_id();
     // The stored last id moves with the commit, a moment before the channel releases the
@@ -135,7 +138,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
       case stream_plan::end::never:
         break;
     }
-    out.stream = std::make_shared<sse_stream>(executor, stats, opts);
+    out.stream = std::make_shared<sse_stream>(executor, stats, *wheel, opts);
     std::function<void(const core::replay_info&)> on_replay;
     if (plan.announce) {
       on_replay = [stream = out.stream](const core::replay_info& info) {

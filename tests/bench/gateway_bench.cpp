@@ -58,7 +58,8 @@ void print_help(std::FILE* out) {
                "  --scenario NAME        scenario to run (default: sessions)\n"
                "  --connections LIST     comma-separated connection counts, at most 1000\n"
                "                         (default: 1,64; streams: 100,1000)\n"
-               "  --seconds S            duration of each measurement (default: 5, max 60)\n"
+               "  --seconds S            duration of each measurement (default: 5, max 60); sustained: the\n"
+               "                         least the pass lasts (default: 30)\n"
                "  --requests N           end each measurement after N requests instead\n"
                "                         (still capped at 60 s); resume: resumes per case and run (default: 1000)\n"
                "  --repeat R             runs per measurement; the median is reported (default: 3)\n"
@@ -70,13 +71,15 @@ void print_help(std::FILE* out) {
                "  --server-env KEY=VAL   extra environment for the started server (repeatable),\n"
                "                         e.g. --server-env GATEWAY_IO_THREADS=1\n"
                "  --tokens K             streams: tokens per run, config.mock.tokens (default: 200);\n"
-               "                         fanout: tokens of the measured run (default: 20000)\n"
+               "                         fanout: tokens of the measured run (default: 20000); sustained: 20\n"
                "  --rates LIST           streams: comma-separated token rates per stream, 'max' (no\n"
                "                         tokens_per_second) or tokens/s (default: max,20)\n"
                "  --subscribers LIST     fanout: comma-separated subscriber counts (default: 1,100,1000);\n"
                "                         idle: the number of idle subscriptions (default: 10000)\n"
-               "  --sessions N           idle: sessions the subscriptions are spread over (default: 100)\n"
+               "  --sessions N           idle: sessions the subscriptions are spread over (default: 100);\n"
+               "                         sustained: sessions that run (default: 4)\n"
                "  --session-events E     resume: events in the resumed session (default: 5000)\n"
+               "  --runs N               sustained: runs per session (default: 1000)\n"
                "  --port N               drive a server already listening on 127.0.0.1:N instead\n"
                "                         (no CPU or RSS figures then)\n"
                "  --help                 this text\n"
@@ -120,6 +123,13 @@ void print_help(std::FILE* out) {
                "(after `reconnected`), then close. Cases: ring (N within the last 100, another subscriber\n"
                "keeps the ring), log (N below last-200), log-recent (N within the last 100 with no other\n"
                "subscriber: the idle session released its ring). p50/p99 per run, median of --repeat runs.\n"
+               "sustained: --sessions sessions (default 4) with config.mock.tokens --tokens (default 20), each on\n"
+               "one keep-alive connection, run message after message (max speed) in rounds: every session once,\n"
+               "then the next round, until --runs rounds (default 1000) and at least --seconds (default 30); one\n"
+               "pass, --repeat is ignored. Per window of the last clamp(N/2, 1, 20) rounds up to N = 1, 10, 100,\n"
+               "1000 runs per session (powers of ten up to --runs), --runs and the last round: events/s, server\n"
+               "CPU (threads' schedstat) us per event and ms per run, KiB written to storage per run (/proc/PID/io\n"
+               "write_bytes of the server), db + wal MiB at N and bytes per event so far, run latency p50/p99.\n"
                "\n"
                "exit status: 0 ok; %d bad arguments; %d the server failed to start or died;\n"
                "%d more than 1%% of requests failed; %d interrupted; 1 other failure.\n",
@@ -216,6 +226,8 @@ bench_options parse_options(int argc, char** argv, bool& help) {
       if (o.subscribers.empty()) throw usage_error("--subscribers needs at least one count");
     } else if (flag == "--sessions") {
       o.sessions = static_cast<unsigned>(parse_unsigned(flag, value, 1, 100000));
+    } else if (flag == "--runs") {
+      o.runs = static_cast<unsigned>(parse_unsigned(flag, value, 1, 1000000));
     } else if (flag == "--session-events") {
       o.session_events = static_cast<unsigned>(parse_unsigned(flag, value, 300, 1000000));
     } else if (flag == "--port") {
@@ -337,9 +349,11 @@ int run(int argc, char** argv) {
                 static_cast<int>(chosen->name.size()), chosen->name.data(), per_measurement.c_str(), options.repeat,
                 options.client_threads);
     for (auto c : options.connections) std::printf(" %u", c);
-  } else {
+  } else if (chosen->uses_repeat) {
     std::printf("scenario %.*s: %s, %u run(s)", static_cast<int>(chosen->name.size()), chosen->name.data(),
                 per_measurement.c_str(), options.repeat);
+  } else {
+    std::printf("scenario %.*s: %s", static_cast<int>(chosen->name.size()), chosen->name.data(), per_measurement.c_str());
   }
   if (!options.server_env.empty() && server) {
     std::printf("; server environment:");

@@ -16,6 +16,8 @@ static const scenario registry[] = {
      describe_idle_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=1", false},
     {"resume", "GET /events with Last-Event-ID: latency to the first replayed frame, from the ring and from the log",
      run_resume_scenario, "", describe_resume_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=1", false},
+    {"sustained", "the same few sessions run after run (1 to 1,000 runs each): events/s, CPU and bytes written per run, db size",
+     run_sustained_scenario, "", describe_sustained_scenario, "", false, false},
 };
 
 std::span<const scenario> scenarios() { return registry; }

@@ -38,10 +38,12 @@ struct bench_options {
   bool seconds_given = false;  // false: idle measures 10 s windows
   // fanout: subscriber counts (default 1,100,1000); idle: one count (default 10000).
   std::vector<unsigned> subscribers;
-  // idle: sessions the subscriptions are spread over (default 100).
+  // idle: sessions the subscriptions are spread over (default 100); sustained: sessions (default 4).
   unsigned sessions = 0;
   // resume: events in the resumed session (default 5000).
   unsigned session_events = 0;
+  // sustained: runs per session (default 1000).
+  unsigned runs = 0;
 };
 
 // What a scenario drives. server is null with --port: no CPU or RSS figures then.
@@ -67,6 +69,7 @@ struct scenario {
   // (which wins) and over the bench's own defaults.
   std::string_view server_env_defaults = "";
   bool uses_connections = true;  // false: --connections means nothing to it (not printed)
+  bool uses_repeat = true;       // false: one pass, --repeat means nothing to it (not printed)
 };
 
 std::span<const scenario> scenarios();
@@ -82,5 +85,7 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
 std::string describe_idle_scenario(const bench_options& options);
 void run_resume_scenario(const bench_options& options, bench_target& target, report& out);
 std::string describe_resume_scenario(const bench_options& options);
+void run_sustained_scenario(const bench_options& options, bench_target& target, report& out);
+std::string describe_sustained_scenario(const bench_options& options);
 
 }  // namespace agw::bench

@@ -71,7 +71,8 @@ server_process::server_process(std::filesystem::path binary, env_map extra_env, 
   log_path_ = dir_ / "gateway.log";
   extra_env["GATEWAY_HOST"] = "127.0.0.1";  // the bench only ever talks to loopback
   extra_env["GATEWAY_PORT"] = "0";
-  extra_env["GATEWAY_DB_PATH"] = (dir_ / "gateway.db").string();
+  db_path_ = dir_ / "gateway.db";
+  extra_env["GATEWAY_DB_PATH"] = db_path_.string();
   extra_env.emplace("GATEWAY_LOG_LEVEL", "warn");  // request logging would dominate the figures
   // Pinned rather than left to the server's default, so stream figures stay comparable
   // across versions; --server-env overrides it.
@@ -162,6 +163,30 @@ std::optional<double> server_process::cpu_seconds() const {
   if (!fields || fields->size() < 13) return std::nullopt;
   double ticks = std::stod((*fields)[11]) + std::stod((*fields)[12]);
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::optional<double> server_process::cpu_seconds_precise() const {
+  if (pid_ <= 0 || exit_status_) return std::nullopt;
+  const std::string task = "/proc/" + std::to_string(pid_) + "/task";
+  DIR* dir = opendir(task.c_str());
+  if (!dir) return std::nullopt;
+  double on_cpu_ns = 0;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream sched(task + "/" + e->d_name + "/schedstat");
+    double ns = 0;
+    if (sched >> ns) on_cpu_ns += ns;
+  }
+  closedir(dir);
+  return on_cpu_ns / 1e9;
+}
+
+std::optional<std::uint64_t> server_process::storage_write_bytes() const {
+  if (pid_ <= 0 || exit_status_) return std::nullopt;
+  std::ifstream io("/proc/" + std::to_string(pid_) + "/io");
+  for (std::string line; std::getline(io, line);)
+    if (line.starts_with("write_bytes:")) return std::stoull(line.substr(12));
+  return std::nullopt;
 }
 
 bool server_process::reset_peak_rss() const {

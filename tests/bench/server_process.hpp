@@ -31,6 +31,16 @@ class server_process {
 
   // utime + stime of the server so far, in seconds; nullopt once it is gone.
   std::optional<double> cpu_seconds() const;
+  // The same to the nanosecond: the sum of its threads' time on a CPU
+  // (/proc/PID/task/*/schedstat; a thread that has exited no longer counts, and the
+  // server's threads live as long as it does). For windows too short for the 10 ms
+  // ticks of cpu_seconds().
+  std::optional<double> cpu_seconds_precise() const;
+  // Bytes the server caused to be written to storage so far (/proc/PID/io write_bytes:
+  // every thread, counted as pages are dirtied); nullopt once it is gone or unreadable.
+  std::optional<std::uint64_t> storage_write_bytes() const;
+  // The database the bench gave it (GATEWAY_DB_PATH); its WAL is this path + "-wal".
+  const std::filesystem::path& database_path() const { return db_path_; }
   // VmHWM (peak resident set) in KiB; nullopt once it is gone.
   std::optional<long> peak_rss_kib() const;
   // Sets VmHWM back to the current RSS (writes 5 to /proc/PID/clear_refs), so the
@@ -62,6 +72,7 @@ class server_process {
  private:
   std::filesystem::path dir_;  // temporary: database and log, removed at the end
   std::filesystem::path log_path_;
+  std::filesystem::path db_path_;
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
   std::optional<int> exit_status_;

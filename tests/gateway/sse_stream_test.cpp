@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
@@ -22,6 +23,7 @@
 
 #include "core/events/sse_format.hpp"
 #include "gateway/sse_stream_impl.ipp"
+#include "tests/support/manual_clock.hpp"
 
 // The loop over the in-memory stream, compiled here only (the library has the tcp one).
 template class agw::gateway::basic_sse_stream<boost::beast::test::stream>;
@@ -36,6 +38,7 @@ using agw::core::frame_batch;
 using agw::core::frame_ptr;
 using agw::core::subscriber;
 using agw::gateway::basic_sse_stream;
+using agw::gateway::heartbeat_wheel;
 using agw::gateway::sse_end_reason;
 using agw::gateway::sse_stream_options;
 using test_stream = beast::test::stream;
@@ -88,7 +91,7 @@ struct harness {
 
   explicit harness(sse_stream_options opts, std::size_t fail_at = 0) {
     if (fail_at > 0) fails.emplace(fail_at);
-    stream = std::make_shared<test_sse_stream>(io.get_executor(), stats, std::move(opts));
+    stream = std::make_shared<test_sse_stream>(io.get_executor(), stats, wheel, std::move(opts));
   }
   ~harness() {
     // Ends a stream a test left open, so no handler outlives the objects it names.
@@ -119,6 +122,8 @@ struct harness {
   }
 
   net::io_context io;
+  agw::core::real_clock clock;
+  heartbeat_wheel wheel{io, clock, 5ms};  // fine-grained: the tests' heartbeats are 20 ms
   agw::core::metrics stats;
   std::optional<beast::test::fail_count> fails;  // before the streams: they point at it
   test_stream peer{io};
@@ -494,7 +499,9 @@ TEST_CASE("sse_stream: a write that makes no progress for write_timeout ends as 
   auto opts = options_with();
   opts.heartbeat = 20ms;
   opts.write_timeout = 100ms;
-  auto stream = std::make_shared<agw::gateway::sse_stream>(io.get_executor(), stats, opts);
+  agw::core::real_clock clock;
+  heartbeat_wheel wheel(io, clock, 5ms);
+  auto stream = std::make_shared<agw::gateway::sse_stream>(io.get_executor(), stats, wheel, opts);
   std::vector<sse_end_reason> ends;
   stream->start(std::move(server), head_11, preamble, true,
                 [&](const std::shared_ptr<agw::gateway::sse_stream>&, sse_end_reason why, tcp::socket socket, bool reusable) {
@@ -518,6 +525,114 @@ TEST_CASE("sse_stream: a write that makes no progress for write_timeout ends as 
   io.restart();
   io.poll();
   CHECK(ends.size() == 1);
+}
+
+}  // namespace
+
+namespace {
+
+using agw::test::manual_clock;
+
+TEST_CASE("sse_stream: on the wheel's clock, a heartbeat comes after an interval of silence, never before; a write moves it") {
+  manual_clock clock;
+  net::io_context io;
+  heartbeat_wheel wheel(io, clock, 250ms);
+  agw::core::metrics stats;
+  test_stream peer(io);
+  auto opts = options_with();
+  opts.heartbeat = 5s;
+  opts.write_timeout = 30s;
+  auto stream = std::make_shared<test_sse_stream>(io.get_executor(), stats, wheel, opts);
+  test_stream ours(io);
+  ours.connect(peer);
+  std::vector<sse_end_reason> ends;
+  stream->start(std::move(ours), head_11, preamble, true,
+                [&](const std::shared_ptr<test_sse_stream>&, sse_end_reason why, test_stream, bool) { ends.push_back(why); });
+  std::size_t seen = 0;
+  auto fresh = [&] {
+    io.restart();
+    io.poll();
+    const std::string all(peer.str());
+    std::string out = all.substr(seen);
+    seen = all.size();
+    return out;
+  };
+  auto after = [&](std::chrono::steady_clock::duration d) {
+    clock.advance(d);
+    return fresh();
+  };
+  const std::string beat = chunk(std::string(agw::core::heartbeat_line()));
+  CHECK(fresh() == head_11 + chunk(preamble));
+  CHECK(after(4999ms).empty());
+  CHECK(after(1ms) == beat);  // 5 s: on a tick
+  CHECK(after(2s).empty());
+  stream->deliver(batch({token(1)}));
+  CHECK(fresh() == chunk(text({token(1)})));  // 7 s
+  // Woken at 10 s (an interval after the heartbeat), it finds the 7 s write and waits for 12 s.
+  CHECK(after(4900ms).empty());
+  CHECK(after(100ms) == beat);
+  CHECK(after(5s) == beat);  // 17 s
+  CHECK(wheel.size() == 1);
+  stream->close(subscriber::close_reason::session_deleted);
+  CHECK(fresh() == last_chunk);
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0] == sse_end_reason::closed);
+  CHECK(wheel.size() == 0);  // finished: off the wheel, and released by it
+  CHECK(stream.use_count() == 1);
+}
+
+TEST_CASE("sse_stream: a heartbeat the socket cannot take goes through the write loop, under the write timeout") {
+  using tcp = net::ip::tcp;
+  manual_clock clock;
+  net::io_context io;
+  heartbeat_wheel wheel(io, clock, 250ms);
+  agw::core::metrics stats;
+  tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  tcp::socket client(io);
+  client.open(tcp::v4());
+  client.set_option(net::socket_base::receive_buffer_size(4096));
+  client.connect(acceptor.local_endpoint());
+  tcp::socket server(io);
+  acceptor.accept(server);
+  server.set_option(net::socket_base::send_buffer_size(4096));
+  const int fd = server.native_handle();
+
+  auto opts = options_with();
+  opts.heartbeat = 1s;
+  opts.write_timeout = 2s;
+  auto stream = std::make_shared<agw::gateway::sse_stream>(io.get_executor(), stats, wheel, opts);
+  std::vector<sse_end_reason> ends;
+  stream->start(std::move(server), head_11, preamble, true,
+                [&](const std::shared_ptr<agw::gateway::sse_stream>&, sse_end_reason why, tcp::socket socket, bool) {
+                  ends.push_back(why);
+                  boost::system::error_code ignored;
+                  socket.close(ignored);
+                });
+  auto settle = [&] {
+    io.restart();
+    io.poll();
+  };
+  settle();
+  // The peer reads nothing: fill the stream's send buffer behind its back (same socket).
+  const std::string junk(1024, 'j');
+  while (::send(fd, junk.data(), junk.size(), MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
+  }
+  while (::send(fd, junk.data(), 1, MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
+  }
+  clock.advance(1s);
+  settle();
+  // The heartbeat found no room: it waits in the write loop; nothing has ended yet.
+  CHECK(ends.empty());
+  CHECK(stats.sse_slow_subscribers_dropped.load() == 0u);
+  clock.advance(1s);
+  settle();
+  CHECK(ends.empty());  // 1 s into the write: within the timeout
+  clock.advance(1s);
+  settle();
+  REQUIRE(ends.size() == 1);  // 2 s into the write: cut
+  CHECK(ends[0] == sse_end_reason::stalled);
+  CHECK(stats.sse_slow_subscribers_dropped.load() == 1u);
+  CHECK(stats.sse_streams_open.load() == 0);
 }
 
 }  // namespace
