@@ -87,6 +87,8 @@ class basic_sse_stream final : public core::subscriber,
  private:
   void take(core::frame_batch frames);
   void write_more();
+  void gather(const core::frame_batch& batch);  // its frames still to send, into pieces_
+  void frame_body(std::size_t body_from);       // chunk framing around pieces_[body_from..]
   void on_written(const boost::system::error_code& ec);
   void on_due(std::shared_ptr<heartbeat_wheel::member> self) override;
   void wake_at(core::steady_time at);

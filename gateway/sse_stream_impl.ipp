@@ -151,53 +151,14 @@ void basic_sse_stream<Stream>::write_more() {
   // Everything queued goes out in one write (one syscall), skipping ids already sent.
   for (auto& batch : queue_) {
     queued_ -= batch->size();
-    const std::size_t first_piece = pieces_.size();
-    bool whole = !reached_end_;  // every frame of the batch goes out
-    for (const auto& f : batch->frames) {
-      if (reached_end_) {
-        whole = false;
-        break;
-      }
-      if (f->id >= 0) {
-        if (f->id <= last_sent_) {
-          whole = false;
-          continue;
-        }
-        // A replay that ends at `until_id` ends there, even when later events (a run that
-        // started meanwhile) came in the same batch.
-        if (opts_.until_id && f->id > *opts_.until_id) {
-          reached_end_ = true;
-          whole = false;
-          break;
-        }
-        last_sent_ = f->id;
-        ++frames_in_write_;
-      }
-      pieces_.push_back(net::buffer(f->sse));
-      if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run)
-        reached_end_ = true;
-    }
-    // The usual case: the batch's joined text, one buffer instead of one per frame.
-    if (whole && pieces_.size() > first_piece + 1) {
-      pieces_.resize(first_piece);
-      pieces_.push_back(net::buffer(batch->joined));
-    }
+    gather(batch);
     in_write_.push_back(std::move(batch));
   }
   queue_.clear();
   if (opts_.until_id && last_sent_ >= *opts_.until_id) reached_end_ = true;
   // Told to end: after what was queued, with the last chunk, like a run's end.
   if (closed_) reached_end_ = true;
-  std::size_t body = 0;
-  for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
-  if (chunked_ && body > 0) {
-    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", body);
-    pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from),
-                   net::buffer(chunk_size_, static_cast<std::size_t>(n)));
-    pieces_.push_back(net::buffer(sse_detail::crlf, 2));
-  }
-  // The last chunk ends the response cleanly; the connection may then be reused.
-  if (reached_end_ && chunked_) pieces_.push_back(net::buffer(sse_detail::last_chunk, 5));
+  frame_body(body_from);
   if (pieces_.empty()) {
     if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
     return;  // idle: the heartbeat wheel wakes it for heartbeats
@@ -208,6 +169,55 @@ void basic_sse_stream<Stream>::write_more() {
   if (wake_at_ > write_started_ + opts_.write_timeout) wake_at(write_started_ + opts_.write_timeout);
   net::async_write(*socket_, pieces_,
                    [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); });
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::gather(const core::frame_batch& batch) {
+  const std::size_t first_piece = pieces_.size();
+  bool whole = !reached_end_;  // every frame of the batch goes out
+  for (const auto& f : batch->frames) {
+    if (reached_end_) {
+      whole = false;
+      break;
+    }
+    if (f->id >= 0) {
+      if (f->id <= last_sent_) {
+        whole = false;
+        continue;
+      }
+      // A replay that ends at `until_id` ends there, even when later events (a run that
+      // started meanwhile) came in the same batch.
+      if (opts_.until_id && f->id > *opts_.until_id) {
+        reached_end_ = true;
+        whole = false;
+        break;
+      }
+      last_sent_ = f->id;
+      ++frames_in_write_;
+    }
+    pieces_.push_back(net::buffer(f->sse));
+    if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run)
+      reached_end_ = true;
+  }
+  // The usual case: the batch's joined text, one buffer instead of one per frame.
+  if (whole && pieces_.size() > first_piece + 1) {
+    pieces_.resize(first_piece);
+    pieces_.push_back(net::buffer(batch->joined));
+  }
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::frame_body(std::size_t body_from) {
+  std::size_t body = 0;
+  for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
+  if (chunked_ && body > 0) {
+    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", body);
+    pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from),
+                   net::buffer(chunk_size_, static_cast<std::size_t>(n)));
+    pieces_.push_back(net::buffer(sse_detail::crlf, 2));
+  }
+  // The last chunk ends the response cleanly; the connection may then be reused.
+  if (reached_end_ && chunked_) pieces_.push_back(net::buffer(sse_detail::last_chunk, 5));
 }
 
 template <class Stream>

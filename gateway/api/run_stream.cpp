@@ -95,6 +95,30 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
                     std::move(on_end));
 }
 
+// Where the stream ends, by the plan: after the given run's done, after the replay (or
+// the live run's done), or never.
+void apply_ending(const stream_plan& plan, core::session_channel& channel, sse_stream::options& opts, subscription& out) {
+  switch (plan.ending) {
+    case stream_plan::end::at_run_done:
+      opts.until_run = plan.run_id;
+      out.run_id = plan.run_id;
+      // A run that already ended ends its replay at the last event even if retention
+      // dropped its done.
+      if (auto live = channel.live_run(); !live || live->id() != plan.run_id) opts.until_id = out.last_event_id;
+      break;
+    case stream_plan::end::after_replay_or_live_run:
+      if (auto live = channel.live_run()) {
+        opts.until_run = live->id();
+        out.run_id = live->id();
+      } else {
+        opts.until_id = out.last_event_id;
+      }
+      break;
+    case stream_plan::end::never:
+      break;
+  }
+}
+
 awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core::session_channel> channel,
                                       const std::string& session_id, stream_plan plan) {
   auto& app = ctx.app;
@@ -119,25 +143,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
     }
     const std::int64_t after = plan.cursor.value_or(out.last_event_id);
     opts.after_id = after;
-    switch (plan.ending) {
-      case stream_plan::end::at_run_done:
-        opts.until_run = plan.run_id;
-        out.run_id = plan.run_id;
-        // A run that already ended ends its replay at the last event even if retention
-        // dropped its done.
-        if (auto live = channel->live_run(); !live || live->id() != plan.run_id) opts.until_id = out.last_event_id;
-        break;
-      case stream_plan::end::after_replay_or_live_run:
-        if (auto live = channel->live_run()) {
-          opts.until_run = live->id();
-          out.run_id = live->id();
-        } else {
-          opts.until_id = out.last_event_id;
-        }
-        break;
-      case stream_plan::end::never:
-        break;
-    }
+    apply_ending(plan, *channel, opts, out);
     out.stream = std::make_shared<sse_stream>(executor, stats, *wheel, opts);
     std::function<void(const core::replay_info&)> on_replay;
     if (plan.announce) {
