@@ -164,8 +164,8 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
       c.purge_idempotency_keys(time.wall_ms() - idempotency_ttl_ms);
       c.insert_idempotency_key({session.id, *key, hash, run_id, first, time.wall_ms()});
     }
-    if (auto cp = c.latest_checkpoint(session.thread_id)) {
-      out.conversation = parse_checkpoint(cp->state, session.id);
+    if (auto cp = c.latest_conversation(session.thread_id)) {
+      out.conversation = std::move(cp->state);
       out.checkpoint_version = cp->version;
     }
     out.conversation.messages.push_back(user);

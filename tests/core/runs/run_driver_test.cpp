@@ -549,7 +549,7 @@ TEST_CASE("run_driver: a callback_url puts the outbox row in the final checkpoin
   REQUIRE(row != calls.rend());
   bool checkpoint_in_same_job = false;
   for (auto it = row + 1; it != calls.rend(); ++it) {
-    if (it->ends_with(":insert_checkpoint")) {
+    if (it->ends_with(":append_checkpoint")) {
       checkpoint_in_same_job = true;
       break;
     }
