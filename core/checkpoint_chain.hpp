@@ -9,7 +9,7 @@
 // the one before when a conversation only grows), a delta's bytes are written
 // again in O(1) later snapshots (amortised, a version costs O(what it adds)), and
 // reading the newest state reads at most about twice the snapshot.
-// docs/decisions/checkpoint-snapshots.md says why this rule and not every N versions.
+// docs/checkpoints.md says why this rule and not every N versions.
 //
 // Store-agnostic: sqlite_store and the tests' fake keep the same rows with these.
 #include <cstdint>

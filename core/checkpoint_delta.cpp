@@ -33,9 +33,8 @@ std::string serialize_delta(const checkpoint_delta& d) {
     o["seq"] = m.seq;
     messages.push_back(std::move(o));
   }
-  boost::json::object out{{"format", checkpoint_json::format_version},
-                          {"message_count", d.message_count},
-                          {"messages", std::move(messages)}};
+  boost::json::object out{
+      {"format", checkpoint_json::format_version}, {"message_count", d.message_count}, {"messages", std::move(messages)}};
   out["run"] = checkpoint_json::run_to_json(d.run);
   return boost::json::serialize(out);
 }

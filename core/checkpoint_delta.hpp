@@ -18,10 +18,10 @@ namespace agw::core {
 struct checkpoint_delta {
   std::string thread_id;
   std::string session_id;
-  std::int64_t version = 0;  // the previous version + 1 (a thread's first may be any)
-  std::int64_t message_count = 0;         // messages in this version's conversation
+  std::int64_t version = 0;              // the previous version + 1 (a thread's first may be any)
+  std::int64_t message_count = 0;        // messages in this version's conversation
   std::vector<message_record> messages;  // appended or changed since the previous version; each at its seq (1-based)
-  std::optional<checkpoint_run> run;      // this version's run, whole (it is small)
+  std::optional<checkpoint_run> run;     // this version's run, whole (it is small)
   std::int64_t created_at_ms = 0;
 };
 

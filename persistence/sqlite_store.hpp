@@ -43,6 +43,7 @@ class sqlite_store final : public core::store_connection {
   // Checkpoints (sqlite_store_checkpoints.cpp): rows laid out as core/checkpoint_chain.hpp says.
   void append_checkpoint(const core::checkpoint_delta& d) override;
   std::optional<core::stored_conversation> latest_conversation(std::string_view thread_id) override;
+  std::optional<std::int64_t> latest_checkpoint_version(std::string_view thread_id) override;
   core::checkpoint_footprint checkpoint_footprint_of(std::string_view thread_id) override;
   void insert_checkpoint(const core::checkpoint_record& c) override;
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override;

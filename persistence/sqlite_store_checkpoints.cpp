@@ -83,6 +83,14 @@ std::optional<core::stored_conversation> sqlite_store::latest_conversation(std::
   return core::stored_conversation{c->version, c->created_at_ms, core::fold_checkpoints(c->snapshot, c->deltas, c->session_id)};
 }
 
+std::optional<std::int64_t> sqlite_store::latest_checkpoint_version(std::string_view thread_id) {
+  // From the (thread_id, version) index alone.
+  auto st = db_.prepare("SELECT max(version) FROM checkpoints WHERE thread_id = ?");
+  st.bind(1, thread_id);
+  st.step();
+  return st.optional_int64(0);
+}
+
 core::checkpoint_footprint sqlite_store::checkpoint_footprint_of(std::string_view thread_id) {
   core::checkpoint_footprint out;
   auto st = db_.prepare(
@@ -108,8 +116,9 @@ std::optional<core::checkpoint_record> sqlite_store::latest_checkpoint(std::stri
   auto c = read_chain(db_, thread_id);
   if (!c) return std::nullopt;
   // A newest snapshot is returned as stored; deltas are applied and the whole state written out.
-  std::string state = c->deltas.empty() ? std::move(c->snapshot)
-                                        : core::serialize_checkpoint(core::fold_checkpoints(c->snapshot, c->deltas, c->session_id));
+  std::string state = c->deltas.empty()
+                          ? std::move(c->snapshot)
+                          : core::serialize_checkpoint(core::fold_checkpoints(c->snapshot, c->deltas, c->session_id));
   return core::checkpoint_record{std::string(thread_id), c->session_id, c->version, std::move(state), c->created_at_ms};
 }
 

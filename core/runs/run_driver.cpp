@@ -128,6 +128,9 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
     } catch (const std::exception& e) {
       close_unpersisted(ctx, answer, e);
     }
+  } else if (request.conversation_saved && !channel->deleting()) {
+    // Before the session is free for its next run, which starts from this.
+    request.conversation_saved(std::move(ctx.conversation()), ctx.checkpoint_version());
   }
   auto committing = channel->wait_committed();
   co_await std::move(committing);

@@ -43,6 +43,8 @@ class conversation_store {
   virtual void append_checkpoint(const checkpoint_delta& d) = 0;
   // The newest version's whole conversation. nullopt: the thread has none.
   virtual std::optional<stored_conversation> latest_conversation(std::string_view thread_id) = 0;
+  // The newest version's number alone, without reading the conversation (cheap).
+  virtual std::optional<std::int64_t> latest_checkpoint_version(std::string_view thread_id) = 0;
   virtual checkpoint_footprint checkpoint_footprint_of(std::string_view thread_id) = 0;
 
   // A whole state given as text, stored as is at any version not yet taken (the

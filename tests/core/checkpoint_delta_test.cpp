@@ -140,8 +140,7 @@ TEST_CASE("checkpoint_delta: a delta that does not fit is refused") {
     for (auto seq : r.seqs) d.messages.push_back(message("m" + std::to_string(seq), "user", "", seq));
     CHECK_THROWS_AS(apply_delta(state, d), std::runtime_error);
   }
-  const char* texts[] = {R"({"format":2,"message_count":0,"messages":[],"run":null})",
-                         R"({"format":1,"messages":[],"run":null})",
+  const char* texts[] = {R"({"format":2,"message_count":0,"messages":[],"run":null})", R"({"format":1,"messages":[],"run":null})",
                          R"({"format":1,"message_count":1,"messages":[{"id":"x"}],"run":null})", "not json"};
   for (const char* text : texts) {
     CAPTURE(text);

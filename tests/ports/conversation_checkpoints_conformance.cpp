@@ -163,8 +163,9 @@ TEST_CASE_TEMPLATE("conversation_checkpoints: a delta may change earlier message
   CHECK(store->latest_checkpoint("thread-s")->version == 5);
 }
 
-TEST_CASE_TEMPLATE("conversation_checkpoints: out of order, unknown sessions and deltas that do not fit are refused, writing nothing",
-                   impl, AGW_STORE_IMPLS) {
+TEST_CASE_TEMPLATE(
+    "conversation_checkpoints: out of order, unknown sessions and deltas that do not fit are refused, writing nothing", impl,
+    AGW_STORE_IMPLS) {
   impl store_impl;
   auto store = store_impl.open();
   store->insert_session(make_session("s", 1));
@@ -247,4 +248,24 @@ TEST_CASE_TEMPLATE("conversation_checkpoints: a snapshot rolled back with its jo
   REQUIRE(latest);
   CHECK(latest->version == version);
   CHECK(latest->state.messages.size() == state.messages.size());
+}
+
+TEST_CASE_TEMPLATE("conversation_checkpoints: latest_checkpoint_version is the newest version, whatever wrote it", impl,
+                   AGW_STORE_IMPLS) {
+  impl store_impl;
+  auto store = store_impl.open();
+  store->insert_session(make_session("s", 1));
+  store->insert_session(make_session("t", 2));
+  CHECK_FALSE(store->latest_checkpoint_version("thread-s"));
+  conversation_state state;
+  add_turn(state, "s", 1, false);
+  store->append_checkpoint(delta_of("s", 1, state, 0));
+  CHECK(store->latest_checkpoint_version("thread-s") == 1);
+  add_turn(state, "s", 1, true);
+  store->append_checkpoint(delta_of("s", 2, state, 1));
+  CHECK(store->latest_checkpoint_version("thread-s") == 2);
+  store->insert_checkpoint({"thread-s", "s", 9, agw::core::serialize_checkpoint(state), 9});
+  CHECK(store->latest_checkpoint_version("thread-s") == 9);
+  CHECK_FALSE(store->latest_checkpoint_version("thread-t"));  // per thread
+  CHECK_FALSE(store->latest_checkpoint_version("s"));         // by thread id, not session id
 }

@@ -21,7 +21,7 @@ struct fake_checkpoint_row {
   std::int64_t version = 0;
   bool snapshot = true;
   std::int64_t message_count = -1;  // -1: not known (a whole state stored as given)
-  std::string state;  // the row's text: a whole state (snapshot) or a delta
+  std::string state;                // the row's text: a whole state (snapshot) or a delta
   std::int64_t delta_bytes = 0;
   std::int64_t snapshot_bytes = 0;
   std::int64_t created_at_ms = 0;
@@ -72,8 +72,7 @@ inline void append(std::vector<fake_checkpoint_row>& rows, const core::checkpoin
   insert(rows, {d.thread_id, d.session_id, d.version, planned.snapshot, planned.message_count, std::move(planned.text),
                 planned.delta_bytes, planned.snapshot_bytes, d.created_at_ms});
   // A snapshot supersedes every older row.
-  if (planned.snapshot)
-    std::erase_if(rows, [&](const auto& r) { return r.thread_id == d.thread_id && r.version < d.version; });
+  if (planned.snapshot) std::erase_if(rows, [&](const auto& r) { return r.thread_id == d.thread_id && r.version < d.version; });
 }
 
 inline std::optional<core::stored_conversation> latest(const std::vector<fake_checkpoint_row>& rows, std::string_view thread_id) {

@@ -349,6 +349,13 @@ class fake_connection final : public core::store_connection {
   std::optional<core::stored_conversation> latest_conversation(std::string_view thread_id) override {
     return read("latest_conversation", [&](fake_data& d) { return fake_checkpoints::latest(d.checkpoints, thread_id); });
   }
+  std::optional<std::int64_t> latest_checkpoint_version(std::string_view thread_id) override {
+    return read("latest_checkpoint_version", [&](fake_data& d) -> std::optional<std::int64_t> {
+      auto t = fake_checkpoints::tip(d.checkpoints, thread_id);
+      if (!t) return std::nullopt;
+      return t->version;
+    });
+  }
   core::checkpoint_footprint checkpoint_footprint_of(std::string_view thread_id) override {
     return read("checkpoint_footprint_of", [&](fake_data& d) { return fake_checkpoints::footprint(d.checkpoints, thread_id); });
   }
