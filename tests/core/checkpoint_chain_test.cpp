@@ -98,3 +98,32 @@ TEST_CASE("checkpoint_chain: fold applies the deltas to the snapshot in order") 
   CHECK(state.messages[2].content == "c");
   CHECK(state.messages[2].seq == 3);
 }
+
+TEST_CASE("checkpoint_chain: over a long conversation the bytes written stay within 3x what the versions add") {
+  // Two versions a turn, as runs write them: the user message, then the answer (re-sending the user message).
+  agw::core::session_record s;
+  s.id = "s";
+  s.thread_id = "t";
+  conversation_state state;
+  std::optional<checkpoint_tip> tip;
+  std::int64_t version = 0, written = 0, added = 0, snapshots = 0;
+  auto write = [&](std::size_t from) {
+    auto d = agw::core::make_checkpoint_delta(s, ++version, state, from);
+    const auto row = plan_checkpoint_row(tip, d, [&] { return state; });
+    written += static_cast<std::int64_t>(row.text.size());
+    added += static_cast<std::int64_t>(agw::core::serialize_delta(d).size());
+    snapshots += row.snapshot ? 1 : 0;
+    tip = checkpoint_tip{version, row.message_count, row.delta_bytes, row.snapshot_bytes};
+  };
+  for (int turn = 1; turn <= 400; ++turn) {
+    CAPTURE(turn);
+    state.messages.push_back(message("u" + std::to_string(turn), 0, "hello"));
+    write(state.messages.size() - 1);
+    state.messages.push_back(message("a" + std::to_string(turn), 0, std::string(300, 'x')));
+    write(state.messages.size() - 2);
+    CHECK(written <= 3 * added);
+    CHECK(tip->delta_bytes < tip->snapshot_bytes);  // a read is under twice the snapshot
+  }
+  // Snapshots grow geometrically: about log2 of the versions, not one every N.
+  CHECK(snapshots <= 14);
+}
