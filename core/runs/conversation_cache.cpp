@@ -1,5 +1,7 @@
 #include "core/runs/conversation_cache.hpp"
 
+#include <vector>
+
 namespace agw::core {
 
 std::optional<conversation_cache::entry> conversation_cache::take(const std::string& session_id) {
@@ -13,10 +15,16 @@ std::optional<conversation_cache::entry> conversation_cache::take(const std::str
 
 void conversation_cache::give_back(const std::string& session_id, entry e) {
   const auto bytes = estimate_bytes(e.state);
+  // What is dropped is freed after the lock is let go (a long conversation is many frees).
+  std::vector<entry> dropped;
   std::lock_guard lock(mutex_);
-  if (auto it = slots_.find(session_id); it != slots_.end()) erase(it);
+  auto drop = [&](std::unordered_map<std::string, slot>::iterator it) {
+    dropped.push_back(std::move(it->second.value));
+    erase(it);
+  };
+  if (auto it = slots_.find(session_id); it != slots_.end()) drop(it);
   if (bytes > budget_) return;
-  while (bytes_ + bytes > budget_ && !ages_.empty()) erase(slots_.find(ages_.back()));
+  while (bytes_ + bytes > budget_ && !ages_.empty()) drop(slots_.find(ages_.back()));
   ages_.push_front(session_id);
   slots_.emplace(session_id, slot{std::move(e), bytes, ages_.begin()});
   bytes_ += bytes;

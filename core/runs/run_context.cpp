@@ -58,6 +58,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   asked.parent_id = user_message_id_;
   asked.created_at_ms = time().wall_ms();
   for (const auto& c : calls) asked.tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"args", c.args}});
+  asked.seq = static_cast<std::int64_t>(conversation_.messages.size() + 1);
   conversation_.messages.push_back(asked);
   for (const auto& c : calls) {
     co_await pace();
@@ -75,6 +76,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
     result.parent_id = asked.id;
     result.status = outcome.status == tool_outcome::kind::ok ? "complete" : "error";
     result.created_at_ms = time().wall_ms();
+    result.seq = static_cast<std::int64_t>(conversation_.messages.size() + 1);
     conversation_.messages.push_back(std::move(result));
     outcomes.push_back(std::move(outcome));
     if (aborted()) break;

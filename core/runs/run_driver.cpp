@@ -64,8 +64,9 @@ net::awaitable<void> persist_and_announce(run_context& ctx, const run_request& r
   answer.model_used = ctx.usage().model;
   answer.created_at_ms = ctx.time().wall_ms();
   auto& conversation = ctx.conversation();
+  // Positions are set before a message joins the conversation: the next run may start from it.
+  answer.seq = static_cast<std::int64_t>(conversation.messages.size() + 1);
   conversation.messages.push_back(answer);
-  answer.seq = static_cast<std::int64_t>(conversation.messages.size());
   if (conversation.run) {
     conversation.run->state = aborted ? "aborted" : ctx.failure() ? "error" : "completed";
     conversation.run->ended_at_ms = answer.created_at_ms;

@@ -49,6 +49,12 @@ TEST_CASE("run_service: the next run starts from the conversation the last one k
   CHECK(latest->state.messages[3].content == "three");
   CHECK(latest->version == 4);
   CHECK(conn->all_messages(s.session.id).size() == 4);
+  // The second run's agent saw the whole conversation: the mock's input tokens are its words.
+  std::vector<std::int64_t> input_tokens;
+  for (const auto& e : conn->events_after(s.session.id, 0, 1000))
+    if (e->type == agw::core::event_type::usage)
+      input_tokens.push_back(boost::json::parse(e->data()).at("input_tokens").as_int64());
+  CHECK(input_tokens == std::vector<std::int64_t>{2, 5});
 }
 
 TEST_CASE("run_service: a kept conversation the store has moved past is not used") {
