@@ -1,7 +1,5 @@
 #include "core/projection.hpp"
 
-#include <boost/json/serialize.hpp>
-
 namespace agw::core {
 namespace {
 
@@ -13,37 +11,36 @@ bool same(const message_record& a, const message_record& b) {
 
 }  // namespace
 
+void save_checkpoint(store_connection& c, const clock& time, checkpoint_delta delta) {
+  delta.created_at_ms = time.wall_ms();
+  c.append_checkpoint(delta);
+  // Only the delta's rows are rewritten: a run's checkpoints grow the tail of the conversation.
+  for (const auto& m : delta.messages) c.upsert_message(m);
+}
+
 void save_checkpoint(store_connection& c, const clock& time, const session_record& s, std::int64_t version,
                      const conversation_state& state, std::size_t changed_from) {
-  c.insert_checkpoint({s.thread_id, s.id, version, serialize_checkpoint(state), time.wall_ms()});
-  // Only changed rows are rewritten: a run's checkpoints grow the tail of the conversation.
-  for (std::size_t i = changed_from; i < state.messages.size(); ++i) {
-    auto m = state.messages[i];
-    m.session_id = s.id;
-    m.seq = static_cast<std::int64_t>(i + 1);  // the checkpoint's order is the projection's order
-    c.upsert_message(m);
-  }
+  save_checkpoint(c, time, make_checkpoint_delta(s, version, state, changed_from));
 }
 
 std::optional<std::int64_t> rebuild_projection(store_connection& c, const std::string& session_id) {
   auto s = c.find_session(session_id);
   if (!s) return std::nullopt;
   c.delete_messages(session_id);
-  auto cp = c.latest_checkpoint(s->thread_id);
+  auto cp = c.latest_conversation(s->thread_id);
   if (!cp) return 0;
-  auto state = parse_checkpoint(cp->state, session_id);
-  for (const auto& m : state.messages) c.upsert_message(m);
-  return static_cast<std::int64_t>(state.messages.size());
+  for (const auto& m : cp->state.messages) c.upsert_message(m);
+  return static_cast<std::int64_t>(cp->state.messages.size());
 }
 
 bool projection_drifted(store_connection& c, const session_record& s) {
-  auto cp = c.latest_checkpoint(s.thread_id);
+  auto cp = c.latest_conversation(s.thread_id);
   auto rows = c.all_messages(s.id);
   if (!cp) return !rows.empty();
-  auto state = parse_checkpoint(cp->state, s.id);
-  if (rows.size() != state.messages.size()) return true;
+  const auto& messages = cp->state.messages;
+  if (rows.size() != messages.size()) return true;
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (!same(rows[i], state.messages[i])) return true;
+    if (!same(rows[i], messages[i])) return true;
   return false;
 }
 

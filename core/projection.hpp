@@ -5,14 +5,19 @@
 #include <string>
 
 #include "core/checkpoint.hpp"
+#include "core/checkpoint_delta.hpp"
 #include "core/clock.hpp"
 #include "core/storage/store_connection.hpp"
 
 namespace agw::core {
 
-// Writes a checkpoint and projects its messages from index `changed_from` on (the
-// earlier ones are unchanged); call inside one write job, so both land together.
-// The checkpoint is stamped with `time`'s wall clock when the job runs.
+// Writes a checkpoint version as what it adds (its delta) and projects the delta's
+// messages; call inside one write job, so both land together. The checkpoint is
+// stamped with `time`'s wall clock when the job runs.
+void save_checkpoint(store_connection& c, const clock& time, checkpoint_delta delta);
+
+// The same from a whole conversation whose messages before index `changed_from` are
+// unchanged since the previous version (only the rest is written).
 void save_checkpoint(store_connection& c, const clock& time, const session_record& s, std::int64_t version,
                      const conversation_state& state, std::size_t changed_from = 0);
 

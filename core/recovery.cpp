@@ -54,9 +54,9 @@ void append_ending(store_connection& c, const clock& time, const std::string& se
 // the log already (its end could not be stored) is recorded as it ended, with no second
 // end; one whose end was decided but whose done never reached the log gets that done.
 bool close_interrupted_run(store_connection& c, const clock& time, const session_record& s) {
-  auto cp = c.latest_checkpoint(s.thread_id);
+  auto cp = c.latest_conversation(s.thread_id);
   if (!cp) return false;
-  auto state = parse_checkpoint(cp->state, s.id);
+  auto& state = cp->state;
   if (!state.run) return false;
   if (state.run->state != "running") {
     // Finished: its done is the session's last event, unless the process stopped first

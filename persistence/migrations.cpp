@@ -159,6 +159,40 @@ DROP TABLE checkpoints;
 ALTER TABLE checkpoints_by_seq RENAME TO checkpoints;
 CREATE INDEX checkpoints_session ON checkpoints (session_id);
 )sql",
+    // 3: checkpoints cost what a version adds (core/checkpoint_chain.hpp). A row is a
+    //    whole-state snapshot or a delta on the version before; the newest state is the
+    //    newest snapshot and the deltas after it, and a new snapshot drops the rows below
+    //    it. message_count (to refuse a delta that does not fit) and delta_bytes/
+    //    snapshot_bytes (the chain's sizes, for the snapshot rule) come before `state`, so
+    //    reading them never walks a large row's overflow pages (-1: a count not known, a
+    //    row that is not a readable conversation). Every existing row held a whole state:
+    //    the newest of each thread becomes its snapshot, the older ones (never read) go.
+    R"sql(
+CREATE TABLE checkpoint_rows (
+  seq            INTEGER PRIMARY KEY,
+  thread_id      TEXT NOT NULL,
+  version        INTEGER NOT NULL,
+  session_id     TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  kind           TEXT NOT NULL CHECK (kind IN ('snapshot', 'delta')),
+  message_count  INTEGER NOT NULL,
+  delta_bytes    INTEGER NOT NULL,
+  snapshot_bytes INTEGER NOT NULL,
+  created_at     INTEGER NOT NULL,
+  state          TEXT NOT NULL,
+  UNIQUE (thread_id, version)
+);
+INSERT INTO checkpoint_rows (thread_id, version, session_id, kind, message_count, delta_bytes, snapshot_bytes, created_at,
+                             state)
+  SELECT c.thread_id, c.version, c.session_id, 'snapshot',
+         CASE WHEN json_valid(c.state) THEN COALESCE(json_array_length(c.state, '$.messages'), -1) ELSE -1 END,
+         0, length(CAST(c.state AS BLOB)), c.created_at, c.state
+  FROM checkpoints c
+  WHERE c.version = (SELECT max(n.version) FROM checkpoints n WHERE n.thread_id = c.thread_id)
+  ORDER BY c.seq;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoint_rows RENAME TO checkpoints;
+CREATE INDEX checkpoints_session ON checkpoints (session_id);
+)sql",
 };
 
 int user_version(sqlite_database& db) {

@@ -242,25 +242,6 @@ void sqlite_store::delete_messages(std::string_view session_id) {
   db_.prepare("DELETE FROM messages WHERE session_id = ?").bind(1, session_id).run();
 }
 
-void sqlite_store::insert_checkpoint(const core::checkpoint_record& c) {
-  db_.prepare("INSERT INTO checkpoints (thread_id, version, session_id, state, created_at) VALUES (?, ?, ?, ?, ?)")
-      .bind(1, c.thread_id)
-      .bind(2, c.version)
-      .bind(3, c.session_id)
-      .bind(4, c.state)
-      .bind(5, c.created_at_ms)
-      .run();
-}
-
-std::optional<core::checkpoint_record> sqlite_store::latest_checkpoint(std::string_view thread_id) {
-  auto st = db_.prepare(
-      "SELECT thread_id, version, session_id, state, created_at FROM checkpoints WHERE thread_id = ? "
-      "ORDER BY version DESC LIMIT 1");
-  st.bind(1, thread_id);
-  if (!st.step()) return std::nullopt;
-  return core::checkpoint_record{st.text(0), st.text(2), st.int64(1), st.text(3), st.int64(4)};
-}
-
 void sqlite_store::append_events(const core::event_batch_record& b) {
   // A segment with this first id can only be an earlier attempt of the same frames (ids
   // are never reused once committed): a retry that reaches further replaces it, one that

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "core/checkpoint_chain.hpp"
 #include "core/storage/store_connection.hpp"
 #include "persistence/journal_tails.hpp"
 #include "persistence/sqlite_database.hpp"
@@ -39,6 +40,11 @@ class sqlite_store final : public core::store_connection {
   void upsert_message(const core::message_record& m) override;
   void delete_messages(std::string_view session_id) override;
 
+  // Checkpoints (sqlite_store_checkpoints.cpp): rows laid out as core/checkpoint_chain.hpp says.
+  void append_checkpoint(const core::checkpoint_delta& d) override;
+  std::optional<core::stored_conversation> latest_conversation(std::string_view thread_id) override;
+  std::optional<std::int64_t> latest_checkpoint_version(std::string_view thread_id) override;
+  core::checkpoint_footprint checkpoint_footprint_of(std::string_view thread_id) override;
   void insert_checkpoint(const core::checkpoint_record& c) override;
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override;
 
@@ -79,6 +85,8 @@ class sqlite_store final : public core::store_connection {
 
  private:
   void write_labels(const core::session_record& s);
+  void insert_checkpoint_row(std::string_view thread_id, std::string_view session_id, std::int64_t version,
+                             const core::checkpoint_row& row, std::int64_t created_at_ms);
   std::vector<core::frame_ptr> segment_events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit);
   sqlite_database db_;
   const journal_tails* tails_;  // none: a connection of a process that writes no events (tools, tests)

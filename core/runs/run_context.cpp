@@ -58,6 +58,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   asked.parent_id = user_message_id_;
   asked.created_at_ms = time().wall_ms();
   for (const auto& c : calls) asked.tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"args", c.args}});
+  asked.seq = static_cast<std::int64_t>(conversation_.messages.size() + 1);
   conversation_.messages.push_back(asked);
   for (const auto& c : calls) {
     co_await pace();
@@ -75,6 +76,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
     result.parent_id = asked.id;
     result.status = outcome.status == tool_outcome::kind::ok ? "complete" : "error";
     result.created_at_ms = time().wall_ms();
+    result.seq = static_cast<std::int64_t>(conversation_.messages.size() + 1);
     conversation_.messages.push_back(std::move(result));
     outcomes.push_back(std::move(outcome));
     if (aborted()) break;
@@ -84,13 +86,17 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
 }
 
 net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_record> outbox) {
-  // Messages before this run's user message are unchanged: only the tail is projected again.
+  // Messages before this run's user message are unchanged: the version holds only this
+  // run's tail (and its state), so the write costs what the run added, not the conversation.
   std::size_t changed_from = 0;
-  for (std::size_t i = 0; i < conversation_.messages.size(); ++i)
-    if (conversation_.messages[i].id == user_message_id_) changed_from = i;
-  auto write = [&time = time(), s = session_, version = ++checkpoint_version_, state = conversation_, changed_from,
+  for (std::size_t i = conversation_.messages.size(); i-- > 0;)
+    if (conversation_.messages[i].id == user_message_id_) {
+      changed_from = i;
+      break;
+    }
+  auto write = [&time = time(), delta = make_checkpoint_delta(session_, ++checkpoint_version_, conversation_, changed_from),
                 outbox = std::move(outbox)](store_connection& c) {
-    save_checkpoint(c, time, s, version, state, changed_from);
+    save_checkpoint(c, time, delta);
     if (outbox) c.insert_webhook_delivery(*outbox);
   };
   co_await channel_->store().async_write(std::move(write), net::use_awaitable);

@@ -73,6 +73,7 @@ class run_context {
   const conversation_state& conversation() const { return conversation_; }
   conversation_state& conversation() { return conversation_; }
   const std::string& user_message_id() const { return user_message_id_; }
+  std::int64_t checkpoint_version() const { return checkpoint_version_; }  // the newest one this run wrote
   const tool_registry& tools() const { return tools_.tools(); }
   run& current_run() { return *run_; }
   session_channel& channel() { return *channel_; }

@@ -64,8 +64,9 @@ net::awaitable<void> persist_and_announce(run_context& ctx, const run_request& r
   answer.model_used = ctx.usage().model;
   answer.created_at_ms = ctx.time().wall_ms();
   auto& conversation = ctx.conversation();
+  // Positions are set before a message joins the conversation: the next run may start from it.
+  answer.seq = static_cast<std::int64_t>(conversation.messages.size() + 1);
   conversation.messages.push_back(answer);
-  answer.seq = static_cast<std::int64_t>(conversation.messages.size());
   if (conversation.run) {
     conversation.run->state = aborted ? "aborted" : ctx.failure() ? "error" : "completed";
     conversation.run->ended_at_ms = answer.created_at_ms;
@@ -128,6 +129,9 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
     } catch (const std::exception& e) {
       close_unpersisted(ctx, answer, e);
     }
+  } else if (request.conversation_saved && !channel->deleting()) {
+    // Before the session is free for its next run, which starts from this.
+    request.conversation_saved(std::move(ctx.conversation()), ctx.checkpoint_version());
   }
   auto committing = channel->wait_committed();
   co_await std::move(committing);

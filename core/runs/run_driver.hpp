@@ -23,6 +23,9 @@ struct run_request {
   std::int64_t checkpoint_version = 0;
   std::optional<std::string> callback_url;  // the run's end goes to the webhook outbox in its final checkpoint
   std::function<void()> outbox_written;     // called (any thread) once that delivery row is committed
+  // Given the conversation as its final checkpoint stored it (and that version) once
+  // it committed, for the session's next run to start from; not called otherwise.
+  std::function<void(conversation_state, std::int64_t)> conversation_saved = nullptr;
 };
 
 // Runs on the channel's strand; never throws (failures end the run with status error).

@@ -58,6 +58,15 @@ net::awaitable<void> release(std::shared_ptr<session_channel> channel, std::shar
   co_await std::move(releasing);
 }
 
+// The conversation at the store's newest checkpoint: the cached one while that is still
+// its version (no read of the conversation), else the store's.
+stored_conversation newest_conversation(store_connection& c, const session_record& session, conversation_cache::entry* cached) {
+  if (cached && c.latest_checkpoint_version(session.thread_id) == cached->version)
+    return {cached->version, 0, std::move(cached->state)};
+  auto cp = c.latest_conversation(session.thread_id);
+  return cp ? std::move(*cp) : stored_conversation{};
+}
+
 message_record user_message(const session_record& session, const std::string& content, const clock& time) {
   message_record user;
   user.id = new_uuid();
@@ -152,9 +161,11 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
                                                                            const session_record& session,
                                                                            const start_request& request,
                                                                            const std::string& hash) {
+  std::shared_ptr<conversation_cache::entry> cached;
+  if (auto kept = conversations_->take(session.id)) cached = std::make_shared<conversation_cache::entry>(std::move(*kept));
   auto persist = [session, user = user_message(session, request.content, clock_), run_id = r->id(), started = r->started_at_ms(),
                   first = r->events_before(), key = request.idempotency_key, hash, callback_url = request.callback_url,
-                  &time = clock_](store_connection& c) {
+                  &time = clock_, cached](store_connection& c) {
     started_run out;
     if (key) {
       // Expired keys go first: a key past its TTL starts a new run, it does not attach.
@@ -165,10 +176,9 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
       }
       c.insert_idempotency_key({session.id, *key, hash, run_id, first, time.wall_ms()});
     }
-    if (auto cp = c.latest_checkpoint(session.thread_id)) {
-      out.conversation = parse_checkpoint(cp->state, session.id);
-      out.checkpoint_version = cp->version;
-    }
+    auto newest = newest_conversation(c, session, cached.get());
+    out.conversation = std::move(newest.state);
+    out.checkpoint_version = newest.version;
     out.conversation.messages.push_back(user);
     out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
     out.conversation.run = checkpoint_run{run_id, "running", user.id, started, std::nullopt, first, callback_url};
@@ -182,6 +192,8 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
   } catch (...) {
     failure = std::current_exception();
   }
+  // Nothing was written for a key another POST holds: the conversation is as it was.
+  if (!failure && started.existing_key && cached) conversations_->give_back(session.id, std::move(*cached));
   if (failure || started.existing_key) {
     auto releasing = release(channel, r);
     co_await std::move(releasing);
@@ -193,8 +205,12 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
 void run_service::launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
                          started_run started, std::optional<std::string> callback_url) {
   auto agent_impl = hub_.agent_for(session);
-  run_request request{std::move(session), std::move(started.conversation), started.checkpoint_version, std::move(callback_url),
-                      outbox_written_};
+  auto keep = [cache = conversations_, id = session.id](conversation_state state, std::int64_t version) {
+    cache->give_back(id, {version, std::move(state)});
+  };
+  run_request request{
+      std::move(session), std::move(started.conversation), started.checkpoint_version, std::move(callback_url), outbox_written_,
+      std::move(keep)};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
   net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id()](std::exception_ptr e) {
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);

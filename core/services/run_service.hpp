@@ -6,7 +6,8 @@
 //
 // Executor: every method is an awaitable on the caller's executor; the steps
 // that read or change a channel's live run hop to that channel's strand and
-// back. No mutable state of its own: any number of strands may use it at once.
+// back. Its one mutable part, the conversations kept between runs
+// (conversation_cache), is thread-safe: any number of strands may use it at once.
 // Time (message stamps, the keys' TTL, the key's wait, the runs' clocks) is the injected clock's.
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "core/runs/conversation_cache.hpp"
 #include "core/session.hpp"
 #include "core/store_records.hpp"
 
@@ -79,6 +81,8 @@ class run_service {
   metrics& stats_;
   const clock& clock_;
   std::function<void()> outbox_written_;
+  // Shared with the runs, which give their conversation back when they end.
+  std::shared_ptr<conversation_cache> conversations_ = std::make_shared<conversation_cache>();
 };
 
 }  // namespace agw::core

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ TEST_CASE("mock_agent: mock_tokens echoes the words, each but the first with one
   for (const auto& r : rows) {
     CAPTURE(r.content);
     CHECK(mock_tokens(r.content, std::nullopt) == r.expected);
+  }
+}
+
+TEST_CASE("mock_agent: mock_tokens splits at exactly the bytes std::isspace calls space") {
+  for (int c = 0; c < 256; ++c) {
+    CAPTURE(c);
+    const std::string content = std::string("a") + static_cast<char>(c) + "b";
+    CHECK(mock_tokens(content, std::nullopt).size() == (std::isspace(c) ? 2u : 1u));
   }
 }
 

@@ -27,7 +27,7 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 2);
+  CHECK(schema_version() == 3);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
                                                      "messages", "session_labels", "sessions", "sqlite_sequence",
@@ -42,10 +42,10 @@ TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the dat
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     migrate(store->database());  // twice on one connection
-    CHECK(pragma_text(*store, "user_version") == "2");
+    CHECK(pragma_text(*store, "user_version") == "3");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "2");
+  CHECK(pragma_text(*again, "user_version") == "3");
   CHECK(again->find_session("s1").has_value());
   CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
 }
@@ -81,7 +81,7 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
     store->database().exec("PRAGMA user_version = 1");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "2");
+  CHECK(pragma_text(*again, "user_version") == "3");
   CHECK(table_names(*again).contains("event_journal"));
   REQUIRE(again->find_session("s1"));
   CHECK(again->find_session("s1")->last_event_id == 3);

@@ -43,6 +43,7 @@
 #include "core/events/sse_format.hpp"
 #include "core/storage/store_connection.hpp"
 #include "core/store_executor.hpp"  // factory()
+#include "tests/support/fake_checkpoints.hpp"
 
 namespace agw::test {
 
@@ -53,7 +54,7 @@ struct fake_data {
   std::map<std::string, std::int64_t, std::less<>> session_rowids;
   std::int64_t next_rowid = 1;
   std::map<std::string, core::message_record, std::less<>> messages;  // by id
-  std::vector<core::checkpoint_record> checkpoints;
+  std::vector<fake_checkpoint_row> checkpoints;                       // sqlite_store's layout: snapshots and deltas
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
   std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
@@ -338,23 +339,36 @@ class fake_connection final : public core::store_connection {
           [&](fake_data& d) { std::erase_if(d.messages, [&](const auto& kv) { return kv.second.session_id == session_id; }); });
   }
 
-  // --- checkpoints ---
+  // --- checkpoints (tests/support/fake_checkpoints.hpp) ---
+  void append_checkpoint(const core::checkpoint_delta& delta) override {
+    write("append_checkpoint", [&](fake_data& d) {
+      require_session(d, db_.foreign_keys.load(), delta.session_id, "checkpoints");
+      fake_checkpoints::append(d.checkpoints, delta);
+    });
+  }
+  std::optional<core::stored_conversation> latest_conversation(std::string_view thread_id) override {
+    return read("latest_conversation", [&](fake_data& d) { return fake_checkpoints::latest(d.checkpoints, thread_id); });
+  }
+  std::optional<std::int64_t> latest_checkpoint_version(std::string_view thread_id) override {
+    return read("latest_checkpoint_version", [&](fake_data& d) -> std::optional<std::int64_t> {
+      auto t = fake_checkpoints::tip(d.checkpoints, thread_id);
+      if (!t) return std::nullopt;
+      return t->version;
+    });
+  }
+  core::checkpoint_footprint checkpoint_footprint_of(std::string_view thread_id) override {
+    return read("checkpoint_footprint_of", [&](fake_data& d) { return fake_checkpoints::footprint(d.checkpoints, thread_id); });
+  }
   void insert_checkpoint(const core::checkpoint_record& c) override {
     write("insert_checkpoint", [&](fake_data& d) {
       require_session(d, db_.foreign_keys.load(), c.session_id, "checkpoints");
-      for (const auto& other : d.checkpoints)
-        if (other.thread_id == c.thread_id && other.version == c.version)
-          throw core::store_error("fake: UNIQUE constraint failed: checkpoints.thread_id, checkpoints.version");
-      d.checkpoints.push_back(c);
+      auto row = core::snapshot_row(c.state);
+      fake_checkpoints::insert(d.checkpoints, {c.thread_id, c.session_id, c.version, true, -1, std::move(row.text), 0,
+                                               row.snapshot_bytes, c.created_at_ms});
     });
   }
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override {
-    return read("latest_checkpoint", [&](fake_data& d) -> std::optional<core::checkpoint_record> {
-      std::optional<core::checkpoint_record> best;
-      for (const auto& c : d.checkpoints)
-        if (c.thread_id == thread_id && (!best || c.version > best->version)) best = c;
-      return best;
-    });
+    return read("latest_checkpoint", [&](fake_data& d) { return fake_checkpoints::latest_text(d.checkpoints, thread_id); });
   }
 
   // --- event log ---

@@ -549,7 +549,7 @@ TEST_CASE("run_driver: a callback_url puts the outbox row in the final checkpoin
   REQUIRE(row != calls.rend());
   bool checkpoint_in_same_job = false;
   for (auto it = row + 1; it != calls.rend(); ++it) {
-    if (it->ends_with(":insert_checkpoint")) {
+    if (it->ends_with(":append_checkpoint")) {
       checkpoint_in_same_job = true;
       break;
     }
@@ -586,4 +586,29 @@ TEST_CASE("run_driver: metrics count started, completed, aborted and failed runs
   // Every event of the three runs, one sequence.
   const auto ev = f.events();
   CHECK(ids_of(ev) == range(1, static_cast<std::int64_t>(ev.size())));
+}
+
+TEST_CASE("run_driver: the conversation a run hands on is exactly the one its final checkpoint stored") {
+  driver_fixture f;
+  auto p =
+      f.prepare(R"({"mock": {"tokens": 2, "tool_calls": [{"name": "calculator", "args": {"expression": "2+3"}}]}})", "add them");
+  std::optional<std::pair<agw::core::conversation_state, std::int64_t>> kept;
+  p.request.conversation_saved = [&](agw::core::conversation_state state, std::int64_t version) {
+    kept.emplace(std::move(state), version);
+  };
+  f.launch(std::move(p));
+  f.settle();
+  REQUIRE(kept);
+  auto c = f.db.connect();
+  const auto stored = c->latest_conversation(f.session.thread_id);
+  REQUIRE(stored);
+  CHECK(kept->second == stored->version);
+  CHECK(kept->second == 3);  // the user message, the tool step, the end
+  CHECK(agw::core::serialize_checkpoint(kept->first) == agw::core::serialize_checkpoint(stored->state));
+  REQUIRE(kept->first.messages.size() == 4);
+  for (std::size_t i = 0; i < kept->first.messages.size(); ++i) {
+    CAPTURE(i);
+    CHECK(kept->first.messages[i].seq == static_cast<std::int64_t>(i + 1));
+    CHECK(kept->first.messages[i].session_id == "s1");
+  }
 }

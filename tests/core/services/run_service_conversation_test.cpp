@@ -1,0 +1,84 @@
+// run_service and the conversations kept between runs (core/runs/conversation_cache.hpp):
+// a run starts from the conversation the last one kept while the store holds no newer version.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "core/projection.hpp"
+#include "core/services/run_service.hpp"
+#include "tests/core/services/services_fixture.hpp"
+
+namespace {
+
+using agw::core::start_request;
+using agw::test::services_fixture;
+
+start_request message(std::string content) { return start_request{std::move(content), std::nullopt, std::nullopt}; }
+
+// The calls the fake store logged since `from` (an index into db.calls()).
+std::vector<std::string> calls_since(const agw::test::fake_db& db, std::size_t from) {
+  const auto all = db.calls();
+  return {all.begin() + static_cast<std::ptrdiff_t>(std::min(from, all.size())), all.end()};
+}
+
+bool any_call(const std::vector<std::string>& calls, const char* name) {
+  return std::any_of(calls.begin(), calls.end(), [&](const std::string& c) { return c.ends_with(std::string(":") + name); });
+}
+
+}  // namespace
+
+TEST_CASE("run_service: the next run starts from the conversation the last one kept, without reading it back") {
+  services_fixture f;
+  auto s = f.create();
+  f.await(f.runs.start(s.session, message("one two")));
+  f.settle();
+  const auto from = f.db.calls().size();
+  f.await(f.runs.start(s.session, message("three")));
+  f.settle();
+  const auto calls = calls_since(f.db, from);
+  CHECK(any_call(calls, "latest_checkpoint_version"));
+  CHECK_FALSE(any_call(calls, "latest_conversation"));
+
+  auto conn = f.db.connect();
+  const auto latest = conn->latest_conversation(s.session.thread_id);
+  REQUIRE(latest);
+  REQUIRE(latest->state.messages.size() == 4);
+  CHECK(latest->state.messages[0].content == "one two");
+  CHECK(latest->state.messages[1].content == "one two");  // the mock echoes the prompt
+  CHECK(latest->state.messages[2].content == "three");
+  CHECK(latest->state.messages[3].content == "three");
+  CHECK(latest->version == 4);
+  CHECK(conn->all_messages(s.session.id).size() == 4);
+  // The second run's agent saw the whole conversation: the mock's input tokens are its words.
+  std::vector<std::int64_t> input_tokens;
+  for (const auto& e : conn->events_after(s.session.id, 0, 1000))
+    if (e->type == agw::core::event_type::usage)
+      input_tokens.push_back(boost::json::parse(e->data()).at("input_tokens").as_int64());
+  CHECK(input_tokens == std::vector<std::int64_t>{2, 5});
+}
+
+TEST_CASE("run_service: a kept conversation the store has moved past is not used") {
+  services_fixture f;
+  auto s = f.create();
+  f.await(f.runs.start(s.session, message("first")));
+  f.settle();
+  // Another writer adds a version (as the start-up repair would).
+  auto conn = f.db.connect();
+  auto state = conn->latest_conversation(s.session.thread_id)->state;
+  auto note = state.messages.back();
+  note.id = "note-1";
+  note.content = "written elsewhere";
+  state.messages.push_back(note);
+  agw::core::save_checkpoint(*conn, f.clock, s.session, 3, state, 2);
+
+  const auto from = f.db.calls().size();
+  f.await(f.runs.start(s.session, message("second")));
+  f.settle();
+  CHECK(any_call(calls_since(f.db, from), "latest_conversation"));
+  const auto latest = conn->latest_conversation(s.session.thread_id);
+  REQUIRE(latest);
+  REQUIRE(latest->state.messages.size() == 5);
+  CHECK(latest->state.messages[2].content == "written elsewhere");
+  CHECK(latest->state.messages[3].content == "second");
+  CHECK(latest->version == 5);
+}
