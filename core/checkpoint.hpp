@@ -24,6 +24,16 @@ struct checkpoint_run {
 struct conversation_state {
   std::vector<message_record> messages;  // oldest first; seq = index + 1
   std::optional<checkpoint_run> run;
+
+  // What is derived from the messages of earlier runs, which never change again: kept with
+  // the conversation (between runs it waits in the conversation cache) so that a long one
+  // is not read whole at every run. Covers messages [0, counted); reset whenever the
+  // conversation is read from storage. Not part of the checkpoint.
+  struct prefix_tally {
+    std::size_t counted = 0;
+    std::int64_t words = 0;  // the mock agent's input tokens
+  };
+  mutable prefix_tally tally;
 };
 
 std::string serialize_checkpoint(const conversation_state& state);

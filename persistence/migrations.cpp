@@ -167,6 +167,10 @@ CREATE INDEX checkpoints_session ON checkpoints (session_id);
     //    reading them never walks a large row's overflow pages (-1: a count not known, a
     //    row that is not a readable conversation). Every existing row held a whole state:
     //    the newest of each thread becomes its snapshot, the older ones (never read) go.
+    //    Each session's message count is kept in message_counts, exact by triggers on the
+    //    messages projection: counting the rows at every session lookup (each POST) read
+    //    the whole conversation, a cost that grew with it. (Idempotent: tests rebuild old
+    //    versions from the current schema.)
     R"sql(
 CREATE TABLE checkpoint_rows (
   seq            INTEGER PRIMARY KEY,
@@ -192,6 +196,18 @@ INSERT INTO checkpoint_rows (thread_id, version, session_id, kind, message_count
 DROP TABLE checkpoints;
 ALTER TABLE checkpoint_rows RENAME TO checkpoints;
 CREATE INDEX checkpoints_session ON checkpoints (session_id);
+CREATE TABLE IF NOT EXISTS message_counts (
+  session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+  n          INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO message_counts (session_id, n) SELECT session_id, COUNT(*) FROM messages GROUP BY session_id;
+CREATE TRIGGER IF NOT EXISTS messages_counted_in AFTER INSERT ON messages BEGIN
+  INSERT INTO message_counts (session_id, n) VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS messages_counted_out AFTER DELETE ON messages BEGIN
+  UPDATE message_counts SET n = n - 1 WHERE session_id = OLD.session_id;
+END;
 )sql",
 };
 

@@ -33,7 +33,8 @@ constexpr const char* session_columns =
     // is folded into segments at start-up, and a live session's channel knows better).
     "max(s.last_event_id, COALESCE((SELECT b.last_id FROM event_batches b WHERE b.session_id = s.id "
     "ORDER BY b.first_id DESC LIMIT 1), 0)), "
-    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)";
+    // Kept by triggers on messages (migration 3): no row is counted here.
+    "COALESCE((SELECT c.n FROM message_counts c WHERE c.session_id = s.id), 0)";
 
 core::session_record read_session(const statement& st) {
   core::session_record s;

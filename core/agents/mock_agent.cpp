@@ -33,18 +33,30 @@ std::vector<std::string> mock_tokens(const std::string& content, std::optional<s
 
 namespace {
 
-// As many as mock_tokens(content) would make, without making them: the conversation is
-// counted at every run, and a long one holds many words.
-std::int64_t count_words(const conversation_state& conversation) {
+// As many as mock_tokens(content) would make, without making them.
+std::int64_t count_words(std::string_view content) {
   std::int64_t words = 0;
-  for (const auto& m : conversation.messages) {
-    bool in_word = false;
-    for (char c : m.content) {
-      const bool word = !is_space(c);
-      words += word && !in_word;
-      in_word = word;
-    }
+  bool in_word = false;
+  for (char c : content) {
+    const bool word = !is_space(c);
+    words += word && !in_word;
+    in_word = word;
   }
+  return words;
+}
+
+// The conversation's words, counted at every run: the messages before the newest user
+// message (earlier runs') are counted once and kept in the conversation's tally.
+std::int64_t count_words(const conversation_state& conversation) {
+  const auto& messages = conversation.messages;
+  std::size_t stable = messages.size();
+  while (stable > 0 && messages[stable - 1].role != "user") --stable;
+  if (stable > 0) --stable;  // the newest user message is this run's
+  auto& tally = conversation.tally;
+  if (tally.counted > stable) tally = {};  // not this conversation's prefix: count again
+  for (; tally.counted < stable; ++tally.counted) tally.words += count_words(messages[tally.counted].content);
+  std::int64_t words = tally.words;
+  for (std::size_t i = stable; i < messages.size(); ++i) words += count_words(messages[i].content);
   return words;
 }
 

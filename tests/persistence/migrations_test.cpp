@@ -30,8 +30,8 @@ TEST_CASE("migrations: a new file gets the whole schema") {
   CHECK(schema_version() == 3);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
-                                                     "messages", "session_labels", "sessions", "sqlite_sequence",
-                                                     "webhook_attempts", "webhook_deliveries"});
+                                                     "message_counts", "messages", "session_labels", "sessions",
+                                                     "sqlite_sequence", "webhook_attempts", "webhook_deliveries"});
   CHECK(pragma_text(*store, "journal_mode") == "wal");
   CHECK(pragma_text(*store, "foreign_keys") == "1");
 }
@@ -86,4 +86,27 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
   REQUIRE(again->find_session("s1"));
   CHECK(again->find_session("s1")->last_event_id == 3);
   CHECK(again->events_after("s1", 0, 10).size() == 3);
+}
+
+TEST_CASE("migrations: a version 2 file gets its sessions' message counts, which triggers then keep exact") {
+  temp_db db;
+  {
+    auto store = db.open();
+    store->insert_session(make_session("s1", 10));
+    store->insert_session(make_session("s2", 20));
+    for (std::int64_t seq = 1; seq <= 3; ++seq)
+      store->upsert_message(agw::test::make_message("s1", "m" + std::to_string(seq), seq));
+    // Back to what a version 2 binary left behind: no counts table, no triggers.
+    store->database().exec(
+        "DROP TRIGGER messages_counted_in; DROP TRIGGER messages_counted_out; DROP TABLE message_counts; "
+        "PRAGMA user_version = 2");
+  }
+  auto again = db.open();
+  CHECK(again->find_session("s1")->message_count == 3);
+  CHECK(again->find_session("s2")->message_count == 0);
+  again->upsert_message(agw::test::make_message("s1", "m4", 4));
+  again->upsert_message(agw::test::make_message("s1", "m2", 2));  // a replace counts nothing
+  CHECK(again->find_session("s1")->message_count == 4);
+  again->delete_messages("s1");
+  CHECK(again->find_session("s1")->message_count == 0);
 }
