@@ -233,20 +233,13 @@ fanout_run measure_fanout(const bench_options& options, bench_target& target, un
   return out;
 }
 
-std::string opt(std::optional<double> v, const char* fmt) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, fmt, *v);
-  return buf;
-}
-
 void print_progress(const fanout_run& r) {
   std::printf(
       "  S=%-5u run %u: %llu events x %u subscribers = %llu deliveries in %.3f s = %.0f deliveries/s (first done at %.3f s)",
       r.subscribers, r.run, static_cast<unsigned long long>(r.events), r.subscribers,
       static_cast<unsigned long long>(r.deliveries), r.wall_s, r.deliveries_per_s, r.first_done_s);
   if (r.server_cpu_s)
-    std::printf(", server cpu %.2f s = %s us/delivery", *r.server_cpu_s, opt(r.us_per_delivery(), "%.3f").c_str());
+    std::printf(", server cpu %.2f s = %s us/delivery", *r.server_cpu_s, format_optional(r.us_per_delivery(), "%.3f").c_str());
   if (r.server_rqwait_s) std::printf(" (its threads waited %.2f s for a CPU)", *r.server_rqwait_s);
   if (r.peak_rss_mib) std::printf(", peak rss %.1f MiB", *r.peak_rss_mib);
   std::printf(", client cpu %.2f s (%.0f%% of one core; %llu reads, %.1f MiB; waited %.2f s), complete %llu/%u", r.client_cpu_s,
@@ -274,9 +267,9 @@ void print_table(std::FILE* out, const std::vector<fanout_run>& rows) {
                    double busy, double cwait, std::optional<double> peak, std::optional<double> rss, double complete,
                    double errors) {
     std::fprintf(out, "%6u %-6s %6.0f %7.0f %10.0f %12.0f %8.3f %8s %10s %9s %8.2f %8.0f%% %10.2f %8s %8s %9.0f %7.0f\n", subs,
-                 run.c_str(), tokens, events, deliveries, dps, wall, opt(cpu, "%.2f").c_str(), opt(per, "%.3f").c_str(),
-                 opt(rqw, "%.2f").c_str(), ccpu, busy * 100, cwait, opt(peak, "%.1f").c_str(), opt(rss, "%.1f").c_str(), complete,
-                 errors);
+                 run.c_str(), tokens, events, deliveries, dps, wall, format_optional(cpu, "%.2f").c_str(),
+                 format_optional(per, "%.3f").c_str(), format_optional(rqw, "%.2f").c_str(), ccpu, busy * 100, cwait,
+                 format_optional(peak, "%.1f").c_str(), format_optional(rss, "%.1f").c_str(), complete, errors);
   };
   std::vector<unsigned> groups;
   for (const auto& r : rows)

@@ -106,13 +106,6 @@ void settle(sse_fleet& fleet, double seconds, const std::atomic<bool>* interrupt
                   interrupted);
 }
 
-std::string opt(std::optional<double> v, const char* fmt) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, fmt, *v);
-  return buf;
-}
-
 void print_tables(std::FILE* out, const idle_results& r) {
   const auto& s = r.setup;
   std::fprintf(out,
@@ -122,9 +115,9 @@ void print_tables(std::FILE* out, const idle_results& r) {
                "rss0_MiB", "rss_half", "rss_all", "KiB/sub", "KiB/sub_2nd", "srv_open");
   auto mib = [](std::optional<double> kib) { return kib ? std::optional<double>(*kib / 1024.0) : std::nullopt; };
   std::fprintf(out, "%7u %8u %7zu %6zu %9.2f %10s %10s %10s %9s %13s %10s\n", s.wanted, s.sessions, s.opened, s.failed, s.open_s,
-               opt(mib(s.rss_before_kib), "%.1f").c_str(), opt(mib(s.rss_half_kib), "%.1f").c_str(),
-               opt(mib(s.rss_full_kib), "%.1f").c_str(), opt(s.kib_per_sub(), "%.2f").c_str(),
-               opt(s.kib_per_sub_marginal(), "%.2f").c_str(), opt(s.streams_open, "%.0f").c_str());
+               format_optional(mib(s.rss_before_kib), "%.1f").c_str(), format_optional(mib(s.rss_half_kib), "%.1f").c_str(),
+               format_optional(mib(s.rss_full_kib), "%.1f").c_str(), format_optional(s.kib_per_sub(), "%.2f").c_str(),
+               format_optional(s.kib_per_sub_marginal(), "%.2f").c_str(), format_optional(s.streams_open, "%.0f").c_str());
   if (!s.first_error.empty()) std::fprintf(out, "first open error: %s\n", s.first_error.c_str());
   std::fprintf(out,
                "\nheartbeats (interval %.3g s): server CPU per window as %% of one core and us per heartbeat received; open =\n"
@@ -136,9 +129,9 @@ void print_tables(std::FILE* out, const idle_results& r) {
   bool have_cpu = true;
   for (const auto& w : r.windows) {
     std::fprintf(out, "%-6u %8.2f %11llu %11.0f %9s %8s %10s %8.2f %9zu %7zu %7zu\n", w.run, w.seconds,
-                 static_cast<unsigned long long>(w.heartbeats), w.expected, opt(w.server_cpu_s, "%.3f").c_str(),
-                 opt(w.core_percent(), "%.2f").c_str(), opt(w.us_per_heartbeat(), "%.2f").c_str(), w.client_cpu_s, w.open_at_end,
-                 w.silent, w.closed);
+                 static_cast<unsigned long long>(w.heartbeats), w.expected, format_optional(w.server_cpu_s, "%.3f").c_str(),
+                 format_optional(w.core_percent(), "%.2f").c_str(), format_optional(w.us_per_heartbeat(), "%.2f").c_str(),
+                 w.client_cpu_s, w.open_at_end, w.silent, w.closed);
     secs.push_back(w.seconds);
     hb.push_back(static_cast<double>(w.heartbeats));
     exp.push_back(w.expected);
@@ -157,8 +150,8 @@ void print_tables(std::FILE* out, const idle_results& r) {
   if (!r.windows.empty()) {
     auto m = [have_cpu](const std::vector<double>& v) { return have_cpu ? std::optional<double>(median(v)) : std::nullopt; };
     std::fprintf(out, "%-6s %8.2f %11.0f %11.0f %9s %8s %10s %8.2f %9.0f %7.0f %7.0f\n", "median", median(secs), median(hb),
-                 median(exp), opt(m(cpu), "%.3f").c_str(), opt(m(core), "%.2f").c_str(), opt(m(per), "%.2f").c_str(), median(cli),
-                 median(open), median(silent), median(closed));
+                 median(exp), format_optional(m(cpu), "%.3f").c_str(), format_optional(m(core), "%.2f").c_str(),
+                 format_optional(m(per), "%.2f").c_str(), median(cli), median(open), median(silent), median(closed));
   }
   std::fprintf(out, "aim (issue): <= 5 KiB per idle subscription\n");
 }
@@ -242,11 +235,11 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
       "  opened %zu of %u idle subscriptions over %u sessions in %.2f s (%zu failed); server RSS %s -> %s -> %s MiB: "
       "%s KiB per subscription (second half: %s KiB); the server counts %s open SSE streams\n",
       setup.opened, setup.wanted, setup.sessions, setup.open_s, setup.failed,
-      opt(setup.rss_before_kib ? std::optional<double>(*setup.rss_before_kib / 1024) : std::nullopt, "%.1f").c_str(),
-      opt(setup.rss_half_kib ? std::optional<double>(*setup.rss_half_kib / 1024) : std::nullopt, "%.1f").c_str(),
-      opt(setup.rss_full_kib ? std::optional<double>(*setup.rss_full_kib / 1024) : std::nullopt, "%.1f").c_str(),
-      opt(setup.kib_per_sub(), "%.2f").c_str(), opt(setup.kib_per_sub_marginal(), "%.2f").c_str(),
-      opt(setup.streams_open, "%.0f").c_str());
+      format_optional(setup.rss_before_kib ? std::optional<double>(*setup.rss_before_kib / 1024) : std::nullopt, "%.1f").c_str(),
+      format_optional(setup.rss_half_kib ? std::optional<double>(*setup.rss_half_kib / 1024) : std::nullopt, "%.1f").c_str(),
+      format_optional(setup.rss_full_kib ? std::optional<double>(*setup.rss_full_kib / 1024) : std::nullopt, "%.1f").c_str(),
+      format_optional(setup.kib_per_sub(), "%.2f").c_str(), format_optional(setup.kib_per_sub_marginal(), "%.2f").c_str(),
+      format_optional(setup.streams_open, "%.0f").c_str());
   if (!setup.first_error.empty()) std::printf("    first error: %s\n", setup.first_error.c_str());
   std::fflush(stdout);
 
@@ -290,9 +283,9 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
     std::printf(
         "  window %u: %.2f s, %llu heartbeats (expected ~%.0f), server cpu %s s = %s%% of one core = %s us per heartbeat, "
         "client cpu %.2f s, %zu open at the end, %zu silent, %zu closed\n",
-        run, w.seconds, static_cast<unsigned long long>(w.heartbeats), w.expected, opt(w.server_cpu_s, "%.3f").c_str(),
-        opt(w.core_percent(), "%.2f").c_str(), opt(w.us_per_heartbeat(), "%.2f").c_str(), w.client_cpu_s, w.open_at_end, w.silent,
-        w.closed);
+        run, w.seconds, static_cast<unsigned long long>(w.heartbeats), w.expected,
+        format_optional(w.server_cpu_s, "%.3f").c_str(), format_optional(w.core_percent(), "%.2f").c_str(),
+        format_optional(w.us_per_heartbeat(), "%.2f").c_str(), w.client_cpu_s, w.open_at_end, w.silent, w.closed);
     if (!w.first_error.empty()) std::printf("    first error: %s\n", w.first_error.c_str());
     std::fflush(stdout);
     measurement m;

@@ -33,6 +33,13 @@ void print_row(std::FILE* out, const std::string& op, unsigned conns, const std:
 
 }  // namespace
 
+std::string format_optional(std::optional<double> v, const char* fmt) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, *v);
+  return buf;
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());

@@ -15,6 +15,9 @@
 
 namespace agw::bench {
 
+// `v` printed with the printf format `fmt`, or "-" when there is no figure.
+std::string format_optional(std::optional<double> v, const char* fmt);
+
 struct measurement {
   std::string operation;  // "create", "get", later "stream", "fanout", ...
   unsigned connections = 0;

@@ -220,13 +220,6 @@ resume_run measure_resumes(bench_target& target, const std::string& session, std
   return out;
 }
 
-std::string opt(std::optional<double> v, const char* fmt) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, fmt, *v);
-  return buf;
-}
-
 void print_table(std::FILE* out, const std::vector<resume_run>& rows, const std::vector<resume_case>& cases, std::int64_t last) {
   std::fprintf(
       out,
@@ -247,8 +240,8 @@ void print_table(std::FILE* out, const std::vector<resume_run>& rows, const std:
       if (r.label != c.label) continue;
       std::fprintf(out, "%-10s %-6u %8llu %8.3f %8.3f %8.3f %9.3f %9.3f %9s %10s %10s %8.2f %10.2f %7llu\n", r.label.c_str(),
                    r.run, static_cast<unsigned long long>(r.resumes), r.p50_ms, r.p99_ms, r.max_ms, r.rec_p50_ms, r.rec_p99_ms,
-                   opt(r.server_cpu_s, "%.2f").c_str(), opt(r.us_per_resume(), "%.0f").c_str(),
-                   opt(r.server_rqwait_s, "%.2f").c_str(), r.client_cpu_s, r.client_rqwait_s,
+                   format_optional(r.server_cpu_s, "%.2f").c_str(), format_optional(r.us_per_resume(), "%.0f").c_str(),
+                   format_optional(r.server_rqwait_s, "%.2f").c_str(), r.client_cpu_s, r.client_rqwait_s,
                    static_cast<unsigned long long>(r.errors));
       crw.push_back(r.client_rqwait_s);
       if (r.server_rqwait_s)
@@ -274,9 +267,9 @@ void print_table(std::FILE* out, const std::vector<resume_run>& rows, const std:
     auto m = [have_cpu](const std::vector<double>& v) { return have_cpu ? std::optional<double>(median(v)) : std::nullopt; };
     std::fprintf(out, "%-10s %-6s %8.0f %8.3f %8.3f %8.3f %9.3f %9.3f %9s %10s %10s %8.2f %10.2f %7.0f\n", c.label.c_str(),
                  "median", median(resumes), median(p50), median(p99), median(mx), median(r50), median(r99),
-                 opt(m(cpu), "%.2f").c_str(), opt(m(per), "%.0f").c_str(),
-                 opt(have_srw ? std::optional<double>(median(srw)) : std::nullopt, "%.2f").c_str(), median(cli), median(crw),
-                 median(errors));
+                 format_optional(m(cpu), "%.2f").c_str(), format_optional(m(per), "%.0f").c_str(),
+                 format_optional(have_srw ? std::optional<double>(median(srw)) : std::nullopt, "%.2f").c_str(), median(cli),
+                 median(crw), median(errors));
   }
   std::fprintf(out, "aims (issue): resume p50 <= 1 ms and p99 <= 2 ms, also when the replay comes from the log\n");
 }
@@ -372,8 +365,8 @@ void run_resume_scenario(const bench_options& options, bench_target& target, rep
           "reconnected p50 %.3f ms p99 %.3f ms, server cpu %s s (%s us/resume; its threads waited %s s for a CPU), "
           "client waited %.2f s, %llu errors\n",
           r.label.c_str(), run, static_cast<unsigned long long>(r.resumes), r.wall_s, r.p50_ms, r.p99_ms, r.max_ms, r.rec_p50_ms,
-          r.rec_p99_ms, opt(r.server_cpu_s, "%.2f").c_str(), opt(r.us_per_resume(), "%.0f").c_str(),
-          opt(r.server_rqwait_s, "%.2f").c_str(), r.client_rqwait_s, static_cast<unsigned long long>(r.errors));
+          r.rec_p99_ms, format_optional(r.server_cpu_s, "%.2f").c_str(), format_optional(r.us_per_resume(), "%.0f").c_str(),
+          format_optional(r.server_rqwait_s, "%.2f").c_str(), r.client_rqwait_s, static_cast<unsigned long long>(r.errors));
       if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
       std::fflush(stdout);
       out.add_quietly(to_measurement(r));

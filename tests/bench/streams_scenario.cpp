@@ -421,13 +421,6 @@ stream_run measure_streams(const bench_options& options, bench_target& target, d
 // ---------------------------------------------------------------------------
 // Printing.
 
-std::string opt(std::optional<double> v, const char* fmt) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, fmt, *v);
-  return buf;
-}
-
 std::optional<double> us_per_event(const stream_run& r) {
   if (!r.server_cpu_s || r.events == 0) return std::nullopt;
   return *r.server_cpu_s * 1e6 / static_cast<double>(r.events);
@@ -443,7 +436,8 @@ void print_progress(const stream_run& r) {
     std::printf(
         ", drift p50 %.2f ms p99 %.2f ms (from token %zu on: p99 %.2f ms; first-token anchor p99 %.2f ms), gap p99 %.2f ms",
         r.drift_p50_ms, r.drift_p99_ms, steady_from_token, r.steady_p99_ms, r.first_anchored_p99_ms, r.gap_p99_ms);
-  if (r.server_cpu_s) std::printf(", server cpu %.2f s (%s us/event)", *r.server_cpu_s, opt(us_per_event(r), "%.2f").c_str());
+  if (r.server_cpu_s)
+    std::printf(", server cpu %.2f s (%s us/event)", *r.server_cpu_s, format_optional(us_per_event(r), "%.2f").c_str());
   if (r.server_rqwait_s) std::printf(", server waited %.2f s for a CPU", *r.server_rqwait_s);
   if (r.peak_rss_mib) std::printf(", peak rss %.1f MiB", *r.peak_rss_mib);
   std::printf(", client cpu %.2f s (waited %.2f s), %llu/%llu errors\n", r.client_cpu_s, r.client_rqwait_s,
@@ -467,9 +461,10 @@ void print_table(std::FILE* out, const std::vector<stream_run>& rows, unsigned t
                    std::optional<double> rqwait, std::optional<double> rss, double client, double client_wait, double errors,
                    double events) {
     std::fprintf(out, "%-6s %5u %-6s %9.0f %8.2f %8.2f %9s %9s %8s %8s %9s %10s %7s %8.2f %10.2f %7.0f %7.0f\n", mode.c_str(),
-                 conns, run.c_str(), eps, t50, t99, rated ? opt(d50, "%.2f").c_str() : "-",
-                 rated ? opt(d99, "%.2f").c_str() : "-", rated ? opt(g99, "%.2f").c_str() : "-", opt(cpu, "%.2f").c_str(),
-                 opt(per_ev, "%.2f").c_str(), opt(rqwait, "%.2f").c_str(), opt(rss, "%.1f").c_str(), client, client_wait, errors,
+                 conns, run.c_str(), eps, t50, t99, rated ? format_optional(d50, "%.2f").c_str() : "-",
+                 rated ? format_optional(d99, "%.2f").c_str() : "-", rated ? format_optional(g99, "%.2f").c_str() : "-",
+                 format_optional(cpu, "%.2f").c_str(), format_optional(per_ev, "%.2f").c_str(),
+                 format_optional(rqwait, "%.2f").c_str(), format_optional(rss, "%.1f").c_str(), client, client_wait, errors,
                  events);
   };
   std::vector<std::pair<std::string, unsigned>> groups;

@@ -182,19 +182,12 @@ std::vector<unsigned> checkpoints(const sustained_result& r) {
   return out;
 }
 
-std::string opt(std::optional<double> v, const char* fmt) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, fmt, *v);
-  return buf;
-}
-
 void print_window(std::FILE* out, const window& w) {
   std::fprintf(out, "%9u %9s %9.0f %10s %10s %12s %10s %10s %9.2f %9.2f %7llu\n", w.last,
                (std::to_string(w.first) + "-" + std::to_string(w.last)).c_str(), w.events_per_s(),
-               opt(w.cpu_us_per_event(), "%.2f").c_str(), opt(w.cpu_ms_per_run(), "%.3f").c_str(),
-               opt(w.kib_written_per_run(), "%.1f").c_str(), opt(w.db_mib(), "%.1f").c_str(),
-               opt(w.db_bytes_per_event(), "%.0f").c_str(), w.run_p50_ms, w.run_p99_ms,
+               format_optional(w.cpu_us_per_event(), "%.2f").c_str(), format_optional(w.cpu_ms_per_run(), "%.3f").c_str(),
+               format_optional(w.kib_written_per_run(), "%.1f").c_str(), format_optional(w.db_mib(), "%.1f").c_str(),
+               format_optional(w.db_bytes_per_event(), "%.0f").c_str(), w.run_p50_ms, w.run_p99_ms,
                static_cast<unsigned long long>(w.failed_runs));
 }
 
@@ -255,8 +248,9 @@ void note_round(const std::vector<std::unique_ptr<run_connection>>& conns, susta
 void print_progress(const sustained_result& r, unsigned round) {
   const auto w = window_ending_at(r, round);
   std::printf("  round %u: %.0f events/s, server %s us/event, %s ms/run, %s KiB written/run, db %s MiB, run p50 %.2f ms\n", round,
-              w.events_per_s(), opt(w.cpu_us_per_event(), "%.2f").c_str(), opt(w.cpu_ms_per_run(), "%.3f").c_str(),
-              opt(w.kib_written_per_run(), "%.1f").c_str(), opt(w.db_mib(), "%.1f").c_str(), w.run_p50_ms);
+              w.events_per_s(), format_optional(w.cpu_us_per_event(), "%.2f").c_str(),
+              format_optional(w.cpu_ms_per_run(), "%.3f").c_str(), format_optional(w.kib_written_per_run(), "%.1f").c_str(),
+              format_optional(w.db_mib(), "%.1f").c_str(), w.run_p50_ms);
   std::fflush(stdout);
 }
 
