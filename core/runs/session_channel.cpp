@@ -128,7 +128,9 @@ net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t 
 }
 
 std::int64_t session_channel::oldest_held() const {
-  if (committed_id() == 0) return 0;
+  // Nothing released yet, but ids assigned: the store may already show the first batch
+  // (its commit reaches this strand a moment later), and a cursor taken from it is valid.
+  if (committed_id() == 0) return last_assigned_id() > 0 ? 1 : 0;
   if (opts_.retention == 0) return 1;
   return std::max<std::int64_t>(1, committed_id() - static_cast<std::int64_t>(opts_.retention) + 1);
 }

@@ -199,6 +199,28 @@ TEST_CASE("session_channel: subscribers receive frames only after the commit") {
   CHECK(fx.channel->last_committed_id() == 3);
 }
 
+TEST_CASE("session_channel: a cursor at the first batch, before its commit reaches the channel, hears the oldest id 1") {
+  // The store shows the first batch a moment before its completion reaches the strand:
+  // a client may resume from that id while the channel has released nothing yet.
+  fixture fx;
+  fx.db.hold_commits();
+  fx.on_strand([&] {
+    for (int i = 0; i < 3; ++i) fx.channel->publish("run-1", agw::core::event_type::token, token(i));
+  });
+  fx.run_for(100ms);
+  REQUIRE(fx.channel->last_committed_id() == 0);
+  std::optional<replay_info> info;
+  auto rec = fx.subscribe(3, &info);
+  fx.run_for(100ms);
+  REQUIRE(info);
+  CHECK(info->last_event_id == 3);
+  CHECK(info->oldest_event_id == 1);
+  CHECK_FALSE(info->gap);
+  fx.db.release_commits();
+  fx.run();
+  CHECK(fx.channel->last_committed_id() == 3);
+}
+
 TEST_CASE("session_channel: a cursor inside the ring gets exactly the missing suffix, then live frames") {
   struct row {
     std::int64_t after_id;
