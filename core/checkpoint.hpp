@@ -27,11 +27,13 @@ struct conversation_state {
 
   // What is derived from the messages of earlier runs, which never change again: kept with
   // the conversation (between runs it waits in the conversation cache) so that a long one
-  // is not read whole at every run. Covers messages [0, counted); reset whenever the
-  // conversation is read from storage. Not part of the checkpoint.
+  // is not read whole at every run. Each figure covers a prefix of the messages; reset
+  // whenever the conversation is read from storage. Not part of the checkpoint.
   struct prefix_tally {
     std::size_t counted = 0;
     std::int64_t words = 0;  // the mock agent's input tokens
+    std::size_t sized = 0;
+    std::size_t bytes = 0;  // the conversation cache's estimate of messages [0, sized)
   };
   mutable prefix_tally tally;
 };

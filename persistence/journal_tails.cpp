@@ -13,7 +13,9 @@ std::shared_ptr<journal_tails::slot> journal_tails::open(const std::string& sess
 
 void journal_tails::claim(slot& s, std::int64_t seq) {
   std::lock_guard lock(mutex_);
-  if (s.claim == 0) s.claim = seq;
+  if (s.claim != 0 || s.forgotten) return;
+  s.claim = seq;
+  claimed_.insert(&s);
 }
 
 std::size_t journal_tails::add(slot& s, const std::vector<core::frame_ptr>& events) {
@@ -28,6 +30,7 @@ void journal_tails::segmented(slot& s) {
   s.events.clear();
   s.events.shrink_to_fit();  // an idle session holds nothing here
   s.claim = 0;
+  claimed_.erase(&s);
 }
 
 std::vector<core::frame_ptr> journal_tails::tail(const slot& s) const {
@@ -42,7 +45,11 @@ std::size_t journal_tails::size(const slot& s) const {
 
 void journal_tails::forget(std::string_view session_id) {
   std::lock_guard lock(mutex_);
-  if (auto it = tails_.find(session_id); it != tails_.end()) tails_.erase(it);
+  if (auto it = tails_.find(session_id); it != tails_.end()) {
+    it->second->forgotten = true;
+    claimed_.erase(it->second.get());
+    tails_.erase(it);
+  }
 }
 
 const journal_tails::tail_state* journal_tails::find(std::string_view session_id) const {
@@ -77,8 +84,8 @@ std::int64_t journal_tails::oldest_id(std::string_view session_id) const {
 std::optional<std::int64_t> journal_tails::oldest_claim() const {
   std::lock_guard lock(mutex_);
   std::optional<std::int64_t> oldest;
-  for (const auto& [id, t] : tails_)
-    if (t->claim && (!oldest || t->claim < *oldest)) oldest = t->claim;
+  for (const auto* t : claimed_)
+    if (!oldest || t->claim < *oldest) oldest = t->claim;
   return oldest;
 }
 

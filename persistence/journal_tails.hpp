@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/events/event_frame.hpp"
@@ -60,6 +61,7 @@ class journal_tails {
   struct tail_state {
     std::vector<core::frame_ptr> events;  // consecutive ids, committed to the journal only
     std::int64_t claim = 0;               // first journal row still needed; 0: none
+    bool forgotten = false;               // its session was deleted: a late claim is not kept
   };
   const tail_state* find(std::string_view session_id) const;
 
@@ -72,6 +74,9 @@ class journal_tails {
   mutable std::mutex mutex_;
   // Every opened session until it is forgotten.
   std::unordered_map<std::string, std::shared_ptr<tail_state>, id_hash, std::equal_to<>> tails_;
+  // The slots holding a claim: the cut's oldest_claim() walks these, not every session
+  // opened since start-up.
+  std::unordered_set<const tail_state*> claimed_;
 };
 
 }  // namespace agw::persistence

@@ -42,10 +42,14 @@ std::size_t conversation_cache::bytes() const {
 
 std::size_t conversation_cache::estimate_bytes(const conversation_state& state) {
   // The fixed part covers the record, its ids and a few tool calls; exact sizes do not matter.
+  // Messages already sized at an earlier give-back are not read again (the tally): a long
+  // conversation costs what its last run added.
   constexpr std::size_t per_message = 512;
-  std::size_t out = sizeof(conversation_state);
-  for (const auto& m : state.messages) out += per_message + m.content.size();
-  return out;
+  auto& tally = state.tally;
+  if (tally.sized > state.messages.size()) tally.sized = tally.bytes = 0;
+  for (; tally.sized < state.messages.size(); ++tally.sized)
+    tally.bytes += per_message + state.messages[tally.sized].content.size();
+  return sizeof(conversation_state) + tally.bytes;
 }
 
 void conversation_cache::erase(std::unordered_map<std::string, slot>::iterator it) {
