@@ -14,7 +14,8 @@ std::string new_uuid() {
   // fraction (its method 3), so ids made later sort later. Every table keyed by an id
   // (messages, sessions) then inserts at the right edge of its index instead of at a
   // random leaf: one hot page per commit rather than one dirtied page per row.
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto ms = static_cast<std::uint64_t>(ns / 1'000'000);
   const auto fraction = static_cast<std::uint32_t>((ns % 1'000'000) * 4096 / 1'000'000);  // 0..4095
   for (int i = 0; i < 6; ++i) id.data[i] = static_cast<std::uint8_t>(ms >> (40 - 8 * i));
