@@ -109,23 +109,25 @@ TEST_CASE("router: method and segments reach one handler with its parameters; 40
   using http::verb;
   const std::vector<row> rows = {
       {verb::get, {}, 200, "index||", ""},
-      {verb::head, {}, 200, "index_head||", ""},  // registered on its own: no implicit HEAD
-      {verb::post, {}, 405, "method_not_allowed", "GET, HEAD"},
+      {verb::head, {}, 200, "index_head||", ""},  // registered on its own: that handler, not GET's
+      {verb::post, {}, 405, "method_not_allowed", "GET, HEAD, OPTIONS"},
       {verb::get, {"healthz"}, 200, "healthz||", ""},
-      {verb::head, {"healthz"}, 405, "method_not_allowed", "GET"},  // HEAD only where registered
+      {verb::head, {"healthz"}, 200, "healthz||", ""},  // GET's handler serves HEAD (the connection drops the body)
+      {verb::head, {"sessions", "s1", "abort"}, 405, "method_not_allowed", "POST, OPTIONS"},  // no GET: no HEAD
+      {verb::head, {"nope"}, 404, "not_found", ""},
       {verb::get, {"sessions"}, 200, "list_sessions||", ""},
       {verb::post, {"sessions"}, 200, "create_session||", ""},
-      {verb::put, {"sessions"}, 405, "method_not_allowed", "POST, GET"},  // in registration order
+      {verb::put, {"sessions"}, 405, "method_not_allowed", "POST, GET, HEAD, OPTIONS"},  // in registration order
       {verb::get, {"sessions", "s1"}, 200, "get_session|s1|", ""},
       {verb::patch, {"sessions", "s1"}, 200, "patch_session|s1|", ""},
       {verb::delete_, {"sessions", "s1"}, 200, "delete_session|s1|", ""},
-      {verb::post, {"sessions", "s1"}, 405, "method_not_allowed", "GET, PATCH, DELETE"},
+      {verb::post, {"sessions", "s1"}, 405, "method_not_allowed", "GET, HEAD, PATCH, DELETE, OPTIONS"},
       {verb::get, {"sessions", "s1", "messages"}, 200, "list_messages|s1|", ""},
       {verb::post, {"sessions", "s1", "messages"}, 200, "post_message|s1|", ""},
-      {verb::delete_, {"sessions", "s1", "messages"}, 405, "method_not_allowed", "POST, GET"},
-      {verb::get, {"sessions", "s1", "abort"}, 405, "method_not_allowed", "POST"},
+      {verb::delete_, {"sessions", "s1", "messages"}, 405, "method_not_allowed", "POST, GET, HEAD, OPTIONS"},
+      {verb::get, {"sessions", "s1", "abort"}, 405, "method_not_allowed", "POST, OPTIONS"},
       {verb::post, {"sessions", "s1", "webhooks", "d1", "redeliver"}, 200, "redeliver_webhook|s1,d1|", ""},
-      {verb::get, {"sessions", "s1", "webhooks", "d1", "redeliver"}, 405, "method_not_allowed", "POST"},
+      {verb::get, {"sessions", "s1", "webhooks", "d1", "redeliver"}, 405, "method_not_allowed", "POST, OPTIONS"},
       // A parameter is any one segment, the empty one included (the services check ids).
       {verb::get, {"sessions", "", "messages"}, 200, "list_messages||", ""},
       {verb::get, {"sessions", "a/b"}, 200, "get_session|a/b|", ""},  // segments arrive decoded
@@ -172,10 +174,25 @@ TEST_CASE("router: patterns are split like request paths; the first matching rou
   CHECK(d.dispatch(r, http::verb::get, {"a", "x"}).body() == "first|x|");
   CHECK(d.dispatch(r, http::verb::get, {"a", "fixed"}).body() == "first|fixed|");
   CHECK(d.dispatch(r, http::verb::post, {"a", "fixed"}).body() == "fixed_post||");
-  // A 405 lists every matching route's method, repeats included.
+  // A 405 lists each matching route's method once, in registration order.
   auto res = d.dispatch(r, http::verb::delete_, {"a", "fixed"});
   CHECK(res.result_int() == 405);
-  CHECK(res[http::field::allow] == "GET, GET, GET, POST");
+  CHECK(res[http::field::allow] == "GET, HEAD, POST, OPTIONS");
+}
+
+TEST_CASE("router: OPTIONS on a known path is a 204 with Allow and no body; on an unknown one a 404") {
+  dispatch_fixture d;
+  router r;
+  add_api_routes(r);
+  auto res = d.dispatch(r, http::verb::options, {"sessions", "s1"});
+  CHECK(res.result_int() == 204);
+  CHECK(res[http::field::allow] == "GET, HEAD, PATCH, DELETE, OPTIONS");
+  CHECK(res.body().empty());
+  CHECK(res.find(http::field::content_length) == res.end());
+  auto root = d.dispatch(r, http::verb::options, {});
+  CHECK(root.result_int() == 204);
+  CHECK(root[http::field::allow] == "GET, HEAD, OPTIONS");
+  CHECK(d.dispatch(r, http::verb::options, {"nope"}).result_int() == 404);
 }
 
 TEST_CASE("router: errors keep the request's HTTP version") {
