@@ -237,6 +237,8 @@ awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast:
 // Runs the request's handler; a target that does not parse is answered here.
 // (ctx is serve_connection's, which awaits this at once.)
 awaitable<handler_result> route(request_context& ctx) {
+  if (ctx.req.method() == http::verb::options && ctx.req.target() == "*")
+    co_return ctx.app.routes.options_for_server(ctx.req.version());
   auto target = split(ctx.req.target());
   if (!target) co_return error_response({core::error_code::bad_request, "malformed request target"}, ctx.req.version());
   ctx.query = std::move(target->query);

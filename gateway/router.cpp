@@ -88,6 +88,15 @@ std::string router::allow_header(const std::vector<http::verb>& methods) {
   return allowed;
 }
 
+response router::options_for_server(unsigned version) const {
+  std::vector<http::verb> methods;
+  for (const auto& r : routes_) methods.push_back(r.method);
+  auto res = empty_response(http::status::no_content, version);
+  res.erase(http::field::content_length);  // a 204 has none (RFC 9110 8.6)
+  res.set(http::field::allow, allow_header(methods));
+  return res;
+}
+
 awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
   auto m = find(ctx.req.method(), segments);
   const unsigned version = ctx.req.version();

@@ -27,6 +27,9 @@ class router {
   // exception become error responses here, once, for every route.
   awaitable<handler_result> dispatch(request_context& ctx, const std::vector<std::string>& segments) const;
 
+  // `OPTIONS *` (the server as a whole): a 204 whose Allow lists every method some path takes.
+  response options_for_server(unsigned version) const;
+
  private:
   struct route {
     http::verb method;

@@ -1,6 +1,9 @@
 // HEAD /sessions/{id}/events: the subscription's status and headers without
 // opening a stream (the GET handler would take the socket over and follow the
-// session). A missing session is the GET's 404.
+// session). A missing session is the GET's 404; a long-poll HEAD (Accept JSON) is
+// answered by the GET handler, whose body the connection drops.
+#include <boost/algorithm/string/predicate.hpp>
+
 #include "core/services/session_service.hpp"
 #include "gateway/api/handlers.hpp"
 #include "gateway/app_context.hpp"
@@ -9,6 +12,10 @@
 namespace agw::gateway::api {
 
 awaitable<handler_result> session_events_head(request_context& ctx) {
+  // The long poll answers JSON: its HEAD is the GET's answer (the connection drops the body).
+  const auto accept = ctx.req[http::field::accept];
+  if (boost::algorithm::icontains(accept, "application/json") && !boost::algorithm::icontains(accept, "text/event-stream"))
+    co_return co_await session_events(ctx);
   auto finding = ctx.app.sessions.require(ctx.param(0));
   auto session = co_await std::move(finding);
   auto res = empty_response(http::status::ok, ctx.req.version());

@@ -69,6 +69,15 @@ TEST_CASE("HEAD answers as GET does, with its headers and no body, on every GET 
     CHECK(head.header("Transfer-Encoding").empty());
     auto missing = head_then_healthz(gw.port(), "/sessions/no-such-session/events");
     CHECK(missing.status == 404);
+    // The long poll's HEAD (Accept: application/json) is its JSON answer's head.
+    http_client c(gw.port());
+    c.send_raw("HEAD /sessions/" + sid + "/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n" +
+               get_request("/healthz"));
+    auto poll = c.read_head();
+    CHECK(poll.status == 200);
+    CHECK(poll.header("Content-Type") == "application/json; charset=utf-8");
+    CHECK(!poll.header("Content-Length").empty());
+    CHECK(c.read_reply().status == 200);
   }
 }
 
@@ -98,6 +107,14 @@ TEST_CASE("OPTIONS answers 204 with Allow and no body; an unknown path is still 
   CHECK(root.status == 204);
   CHECK(root.header("Allow") == "GET, HEAD, OPTIONS");
   check_error(http_call(gw.port(), "OPTIONS", "/nope", {}, {}), 404, "not_found");
+
+  // OPTIONS * asks about the server: every method some path takes.
+  http_client any(gw.port());
+  any.send_raw("OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + get_request("/healthz"));
+  auto server = any.read_head();
+  CHECK(server.status == 204);
+  CHECK(server.header("Allow") == "GET, HEAD, POST, PATCH, DELETE, OPTIONS");
+  CHECK(any.read_reply().status == 200);
 }
 
 TEST_CASE("Host: an HTTP/1.1 request needs exactly one; HTTP/1.0 may omit it") {
