@@ -7,6 +7,7 @@
 
 #include "core/metrics.hpp"
 #include "core/settings.hpp"
+#include "gateway/auth/access_control.hpp"
 #include "gateway/router.hpp"
 
 namespace agw::core {
@@ -34,6 +35,7 @@ struct app_context {
   router routes{};
   std::atomic<bool> draining{false};
   webhook_dispatcher* webhooks = nullptr;  // set by the server; delivers the callback outbox
+  auth::access_control access{config};     // API keys, the metrics key, stream tokens
 };
 
 // Registers every API route on app.routes.

@@ -5,7 +5,10 @@
 #include "core/api_error.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
+#include "gateway/app_context.hpp"
+#include "gateway/cors.hpp"
 #include "gateway/json_response.hpp"
+#include "gateway/request_guard.hpp"
 
 namespace agw::gateway {
 namespace {
@@ -42,6 +45,15 @@ void router::add(http::verb method, std::string_view pattern, handler h) {
 }
 
 awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
+  const auto& config = ctx.app.config;
+  if (auto preflight = answer_cors_preflight(config, ctx.req)) co_return preflight;
+  auto routing = route_request(ctx, segments);
+  auto result = co_await std::move(routing);
+  if (result) add_cors_headers(config, ctx.req, result->base());
+  co_return result;
+}
+
+awaitable<handler_result> router::route_request(request_context& ctx, const std::vector<std::string>& segments) const {
   const route* found = nullptr;
   std::string allowed;
   std::vector<std::string> params;
@@ -67,6 +79,8 @@ awaitable<handler_result> router::dispatch(request_context& ctx, const std::vect
   // Exceptions are translated here and nowhere else.
   std::exception_ptr failure;
   try {
+    auto guarding = guard_request(ctx, segments);
+    if (auto refused = co_await std::move(guarding)) co_return refused;
     co_return co_await found->run(ctx);
   } catch (...) {
     failure = std::current_exception();

@@ -23,9 +23,11 @@ class router {
 
   // Fills ctx.path_params and runs the matching handler; api_error and any other
   // exception become error responses here, once, for every route.
+  // CORS preflights are answered before routing, and CORS headers added to every answer.
   awaitable<handler_result> dispatch(request_context& ctx, const std::vector<std::string>& segments) const;
 
  private:
+  awaitable<handler_result> route_request(request_context& ctx, const std::vector<std::string>& segments) const;
   struct route {
     http::verb method;
     std::vector<std::string> pattern;
