@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <stdexcept>
+
 #include "core/api_error.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
@@ -41,19 +44,31 @@ bool matches(const std::vector<std::string>& pattern, const std::vector<std::str
 }  // namespace
 
 void router::add(http::verb method, std::string_view pattern, handler h) {
+  if (routes_.size() >= core::request_counts::max_routes)
+    throw std::length_error("router: too many routes for the metrics table");
   routes_.push_back({method, split_pattern(pattern), std::move(h)});
+  std::string shown(pattern);
+  for (auto at = shown.find("{}"); at != std::string::npos; at = shown.find("{}", at)) shown.replace(at, 2, "{id}");
+  names_.push_back({std::string(http::to_string(method)), shown.empty() ? "/" : shown});
 }
 
 awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
   const auto& config = ctx.app.config;
   if (auto preflight = answer_cors_preflight(config, ctx.req)) co_return preflight;
-  auto routing = route_request(ctx, segments);
+  const auto started = std::chrono::steady_clock::now();
+  std::size_t route_index = core::request_counts::unmatched;
+  auto routing = route_request(ctx, segments, route_index);
   auto result = co_await std::move(routing);
   if (result) add_cors_headers(config, ctx.req, result->base());
+  // A handler that answered with a stream (nullopt) sent a 200 head.
+  auto& stats = ctx.app.stats;
+  stats.requests.count(route_index, result ? result->result_int() : 200);
+  stats.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   co_return result;
 }
 
-awaitable<handler_result> router::route_request(request_context& ctx, const std::vector<std::string>& segments) const {
+awaitable<handler_result> router::route_request(request_context& ctx, const std::vector<std::string>& segments,
+                                                std::size_t& route_index) const {
   const route* found = nullptr;
   std::string allowed;
   std::vector<std::string> params;
@@ -61,6 +76,7 @@ awaitable<handler_result> router::route_request(request_context& ctx, const std:
     if (!matches(r.pattern, segments, params)) continue;
     if (r.method == ctx.req.method()) {
       found = &r;
+      route_index = static_cast<std::size_t>(&r - routes_.data());
       ctx.path_params = params;
       break;
     }

@@ -19,7 +19,16 @@ using handler = std::function<awaitable<handler_result>(request_context&)>;
 
 class router {
  public:
+  // Throws std::length_error past core::request_counts::max_routes (the metrics table's rows).
   void add(http::verb method, std::string_view pattern, handler h);
+
+  // Each route's method and pattern ("/sessions/{id}"), in the order added: the
+  // metrics' route labels, indexed as core::metrics::requests counts them.
+  struct route_name {
+    std::string method;
+    std::string pattern;
+  };
+  const std::vector<route_name>& route_names() const { return names_; }
 
   // Fills ctx.path_params and runs the matching handler; api_error and any other
   // exception become error responses here, once, for every route.
@@ -27,13 +36,16 @@ class router {
   awaitable<handler_result> dispatch(request_context& ctx, const std::vector<std::string>& segments) const;
 
  private:
-  awaitable<handler_result> route_request(request_context& ctx, const std::vector<std::string>& segments) const;
+  // Sets route_index to the matched route's (unchanged when none matched).
+  awaitable<handler_result> route_request(request_context& ctx, const std::vector<std::string>& segments,
+                                          std::size_t& route_index) const;
   struct route {
     http::verb method;
     std::vector<std::string> pattern;
     handler run;
   };
   std::vector<route> routes_;
+  std::vector<route_name> names_;
 };
 
 }  // namespace agw::gateway
