@@ -144,3 +144,20 @@ TEST_CASE("metrics: promtool check metrics passes on a real scrape") {
   CHECK(status == 0);
   CHECK(report.empty());
 }
+
+TEST_CASE("metrics: a resume during a live run is counted as served from the ring") {
+  gateway_process gw;
+  const auto port = gw.port();
+  auto sid = create_mock_session(port, R"({"tokens":40,"tokens_per_second":40})");
+  auto run = start_message(port, sid, "slow");
+  REQUIRE(run->head.status == 200);
+  REQUIRE(run->read_until([](const sse_parser& p) { return p.frames.size() >= 5; }));
+  auto live = std::make_unique<sse_reader>(port);
+  live->send("GET", "/sessions/" + sid + "/events", {}, {{"Last-Event-ID", "2"}});
+  REQUIRE(live->head.status == 200);
+  REQUIRE(live->read_until([](const sse_parser& p) { return p.frames.size() >= 4; }));
+  const auto during = scrape(port);
+  CHECK(sample(during, R"(gateway_replay_reads_total{source="ring"})") >= 1);
+  CHECK(sample(during, R"(gateway_replay_reads_total{source="log"})") == 0);
+  REQUIRE(run->read_to_end());
+}
