@@ -1,11 +1,36 @@
 #pragma once
-// Process-wide counters and gauges for /metrics. Lock-free atomics: any thread
-// may bump them; render() reads a snapshot that may be a few increments stale.
+// Process-wide counters, gauges and fixed-bucket histograms for /metrics.
+// Lock-free: any thread bumps them with relaxed atomics and no allocation (the
+// per-event ones run on the hot path). Core knows nothing of Prometheus:
+// gateway/metrics_exporter turns a snapshot into prometheus-cpp families when
+// /metrics is scraped, so a snapshot may be a few increments stale.
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <string>
+
+#include "core/events/event_type.hpp"
+#include "core/histogram.hpp"
 
 namespace agw::core {
+
+// Requests by route (the router's index of the matched route) and status.
+struct request_counts {
+  static constexpr std::size_t max_routes = 63;         // the router refuses more
+  static constexpr std::size_t unmatched = max_routes;  // 404/405 and refused targets
+  static constexpr std::array<unsigned, 20> statuses{200, 201, 202, 204, 400, 401, 403, 404, 405, 408,
+                                                     409, 413, 415, 422, 429, 431, 500, 502, 503, 504};
+  static constexpr std::size_t other_status = statuses.size();  // any other status
+  // The slot of a status in a route's row.
+  static std::size_t slot_of(unsigned status) noexcept;
+
+  void count(std::size_t route, unsigned status) noexcept {
+    counts[route < max_routes ? route : unmatched][slot_of(status)].fetch_add(1, std::memory_order_relaxed);
+  }
+  std::array<std::array<std::atomic<std::uint64_t>, statuses.size() + 1>, max_routes + 1> counts{};
+};
+
+inline constexpr std::size_t event_type_count = static_cast<std::size_t>(event_type::reconnected) + 1;
 
 struct metrics {
   std::atomic<std::uint64_t> http_requests{0};
@@ -28,8 +53,30 @@ struct metrics {
   std::atomic<std::uint64_t> webhooks_failed{0};
   std::atomic<std::uint64_t> webhooks_retried{0};
 
-  // Prometheus text exposition format.
-  std::string render() const;
+  // Requests as the router answered them, and how long the handler took to answer
+  // (for a stream: until its head was handed over).
+  request_counts requests;
+  histogram request_seconds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  // Events released to subscribers, by type (indexed by event_type).
+  std::array<std::atomic<std::uint64_t>, event_type_count> events_by_type{};
+  // Subscribers of sessions' event sequences, and those catching up (replaying, or lagging).
+  std::atomic<std::int64_t> subscribers_open{0};
+  std::atomic<std::int64_t> subscribers_catching_up{0};
+  // Replay and catch-up reads, by where they were served from.
+  std::atomic<std::uint64_t> replay_reads_ring{0};
+  std::atomic<std::uint64_t> replay_reads_log{0};
+  histogram webhook_attempt_seconds{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  // Upstream model streams (the openai provider observes these).
+  histogram upstream_first_token_seconds{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64};
+  histogram upstream_tokens_per_second{1, 5, 10, 20, 40, 80, 160, 320, 640};
+
+  void count_event(event_type type) noexcept {
+    events_by_type[static_cast<std::size_t>(type)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Seconds from the upstream request to its first token.
+  void observe_upstream_first_token(double seconds) noexcept { upstream_first_token_seconds.observe(seconds); }
+  // Output tokens per second of one upstream stream, from its first token to its end.
+  void observe_upstream_tokens_per_second(double rate) noexcept { upstream_tokens_per_second.observe(rate); }
 };
 
 }  // namespace agw::core

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/api_key_entry.hpp"
+
 namespace agw::core {
 
 enum class log_format { text, json };
@@ -64,6 +66,15 @@ struct settings {
   std::string openai_api_key;
   std::string openai_model = "gpt-4o-mini";
   std::chrono::duration<double> tool_timeout{10.0};
+
+  // Auth, stream tokens and CORS (docs/security-and-metrics.md). No keys and no keys
+  // file: auth is off.
+  std::vector<api_key_entry> api_keys;  // GATEWAY_API_KEYS: "key" or "key:tenant", comma-separated
+  std::string api_keys_file;            // one entry per line; re-read on SIGHUP
+  std::string metrics_key;              // when set, the only key /metrics accepts
+  std::string stream_token_secret;      // HMAC key of stream tokens; empty: random per process
+  std::chrono::duration<double> stream_token_ttl{300.0};
+  std::vector<std::string> cors_origins;  // exact origins ("https://app.example"), or "*"
 };
 
 }  // namespace agw::core

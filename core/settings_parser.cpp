@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/api_key_entry.hpp"
 #include "core/webhooks/address_policy.hpp"
 #include "core/webhooks/webhook_secret.hpp"
 
@@ -114,6 +115,71 @@ std::string parse_allowlist(settings& s, std::string_view text) {
   }
   s.webhook_allowlist = std::move(entries);
   return "";
+}
+
+std::string parse_api_keys(settings& s, std::string_view text) {
+  try {
+    s.api_keys = parse_api_key_list(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An origin as browsers send it: scheme://host[:port], nothing after; or "*".
+bool valid_origin(std::string_view o) {
+  if (o == "*") return true;
+  std::string_view rest;
+  if (o.starts_with("http://"))
+    rest = o.substr(7);
+  else if (o.starts_with("https://"))
+    rest = o.substr(8);
+  else
+    return false;
+  if (rest.empty()) return false;
+  for (char c : rest)
+    if (c == '/' || c == '?' || c == '#' || c <= ' ' || c >= 0x7f) return false;
+  return true;
+}
+
+std::string parse_cors_origins(settings& s, std::string_view text) {
+  std::vector<std::string> origins;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    auto item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!valid_origin(item)) return "'" + std::string(item) + "' is not an origin such as https://app.example:8443, or *";
+    origins.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  s.cors_origins = std::move(origins);
+  return "";
+}
+
+// The auth and CORS block of the option table.
+void add_access_options(std::vector<option>& t) {
+  t.push_back({"api-keys", "comma-separated API keys, each 'key' or 'key:tenant' (default none: auth off)", parse_api_keys});
+  t.push_back(string_option("api-keys-file", "file of API keys, one 'key[:tenant]' a line, re-read on SIGHUP (default none)",
+                            &settings::api_keys_file));
+  t.push_back({"metrics-key", "bearer key /metrics requires instead of an API key (default none)",
+               [](settings& s, std::string_view v) -> std::string {
+                 std::string error;
+                 if (!v.empty() && !parse_api_key_entry(v, error)) return error;
+                 if (v.find(':') != std::string_view::npos) return "must not name a tenant";
+                 s.metrics_key = std::string(v);
+                 return "";
+               }});
+  t.push_back({"stream-token-secret", "HMAC secret for stream tokens, at least 32 characters (default: random per process)",
+               [](settings& s, std::string_view v) -> std::string {
+                 if (!v.empty() && v.size() < 32) return "must be at least 32 characters";
+                 s.stream_token_secret = std::string(v);
+                 return "";
+               }});
+  t.push_back(
+      seconds_option("stream-token-ttl", "seconds a stream token stays valid (default 300)", &settings::stream_token_ttl, 0.1));
+  t.push_back({"cors-origins", "comma-separated allowed browser origins, or * (default none: no CORS)", parse_cors_origins});
 }
 
 const std::vector<option>& options() {
@@ -240,6 +306,7 @@ const std::vector<option>& options() {
     t.push_back(
         string_option("openai-model", "default model for the openai provider (default gpt-4o-mini)", &settings::openai_model));
     t.push_back(seconds_option("tool-timeout", "seconds a tool call may run (default 10)", &settings::tool_timeout, 0.001));
+    add_access_options(t);
     return t;
   }();
   return table;

@@ -117,6 +117,7 @@ bool store_executor::take_batch(writer_state& w, std::vector<job>& batch, std::s
 std::size_t store_executor::run_batch(store_connection& c, writer_state& w, std::vector<job>& batch, std::size_t urgent,
                                       std::vector<std::exception_ptr>& errors) {
   std::size_t ran = 0;
+  const auto started = std::chrono::steady_clock::now();
   c.begin_batch();
   if (opts_.maintenance && w.last_commit >= w.maintenance_due) {
     w.maintenance_due = w.last_commit + opts_.maintenance_interval;
@@ -144,9 +145,19 @@ std::size_t store_executor::run_batch(store_connection& c, writer_state& w, std:
     if (!c.batch_open()) throw store_error("the database rolled the write transaction back");
   }
   c.commit_batch();
+  commit_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   ++batches_;
   jobs_ += ran;
   return ran;
+}
+
+std::size_t store_executor::queue_depth() {
+  std::size_t depth = 0;
+  for (auto* q : {&writes_, &reads_}) {
+    std::lock_guard lock(q->mutex);
+    depth += q->jobs.size() + q->urgent.size();
+  }
+  return depth;
 }
 
 void store_executor::run_maintenance(store_connection& c) {

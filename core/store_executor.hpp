@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/histogram.hpp"
 #include "core/storage/store_connection.hpp"
 
 namespace agw::core {
@@ -83,6 +84,10 @@ class store_executor {
   }
 
   std::uint64_t rejected() const { return rejected_.load(); }
+  // Jobs waiting in the queues (takes each queue's lock: for /metrics, not the hot path).
+  std::size_t queue_depth();
+  // Seconds each write batch took, from BEGIN to COMMIT.
+  const histogram& commit_latency() const { return commit_seconds_; }
   std::uint64_t batches_committed() const { return batches_.load(); }
   std::uint64_t jobs_committed() const { return jobs_.load(); }
 
@@ -167,6 +172,7 @@ class store_executor {
   std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> jobs_{0};
+  histogram commit_seconds_{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 };
 
 }  // namespace agw::core

@@ -7,6 +7,7 @@
 
 #include "core/metrics.hpp"
 #include "core/settings.hpp"
+#include "gateway/auth/access_control.hpp"
 #include "gateway/router.hpp"
 
 namespace agw::core {
@@ -36,6 +37,7 @@ struct app_context {
   std::atomic<bool> draining{false};
   webhook_dispatcher* webhooks = nullptr;  // set by the server; delivers the callback outbox
   rate_limiter* rate = nullptr;            // set by the server when GATEWAY_RATE_LIMIT is on
+  auth::access_control access{config};     // API keys, the metrics key, stream tokens
 };
 
 // Registers every API route on app.routes.

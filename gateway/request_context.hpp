@@ -2,6 +2,7 @@
 // What a handler sees of one request: the parsed message, decoded path
 // parameters and query, and the connection's stream for handlers that answer
 // with an SSE stream instead of a response. Lives on the connection's strand.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct request_context {
   // connection) sets this: the connection's coroutine then ends without touching it.
   bool stream_taken = false;
   std::string request_id{};  // X-Request-Id: the client's when sane, else made (gateway/request_id.hpp)
+  // Set by the request guard for a tenant-scoped API key: only that tenant's sessions exist.
+  std::optional<std::string> tenant = std::nullopt;
 
   const std::string& param(std::size_t i) const { return path_params.at(i); }
 };

@@ -3,11 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <stdexcept>
 
 #include "core/api_error.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
+#include "gateway/app_context.hpp"
+#include "gateway/cors.hpp"
 #include "gateway/json_response.hpp"
+#include "gateway/request_guard.hpp"
 
 namespace agw::gateway {
 namespace {
@@ -40,7 +45,12 @@ bool matches(const std::vector<std::string>& pattern, const std::vector<std::str
 }  // namespace
 
 void router::add(http::verb method, std::string_view pattern, handler h) {
+  if (routes_.size() >= core::request_counts::max_routes)
+    throw std::length_error("router: too many routes for the metrics table");
   routes_.push_back({method, split_pattern(pattern), std::move(h)});
+  std::string shown(pattern);
+  for (auto at = shown.find("{}"); at != std::string::npos; at = shown.find("{}", at)) shown.replace(at, 2, "{id}");
+  names_.push_back({std::string(http::to_string(method)), shown.empty() ? "/" : shown});
 }
 
 router::match router::find(http::verb method, const std::vector<std::string>& segments) const {
@@ -98,6 +108,22 @@ response router::options_for_server(unsigned version) const {
 }
 
 awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
+  const auto& config = ctx.app.config;
+  if (auto preflight = answer_cors_preflight(config, ctx.req)) co_return preflight;
+  const auto started = std::chrono::steady_clock::now();
+  std::size_t route_index = core::request_counts::unmatched;
+  auto routing = route_request(ctx, segments, route_index);
+  auto result = co_await std::move(routing);
+  if (result) add_cors_headers(config, ctx.req, result->base());
+  // A handler that answered with a stream (nullopt) sent a 200 head.
+  auto& stats = ctx.app.stats;
+  stats.requests.count(route_index, result ? result->result_int() : 200);
+  stats.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  co_return result;
+}
+
+awaitable<handler_result> router::route_request(request_context& ctx, const std::vector<std::string>& segments,
+                                                std::size_t& route_index) const {
   auto m = find(ctx.req.method(), segments);
   const unsigned version = ctx.req.version();
   if (!m.found) {
@@ -113,11 +139,14 @@ awaitable<handler_result> router::dispatch(request_context& ctx, const std::vect
     res.set(http::field::allow, allow_header(m.methods));
     co_return res;
   }
+  route_index = static_cast<std::size_t>(m.found - routes_.data());
   ctx.path_params = std::move(m.params);
   const route* found = m.found;
   // Exceptions are translated here and nowhere else.
   std::exception_ptr failure;
   try {
+    auto guarding = guard_request(ctx, segments);
+    if (auto refused = co_await std::move(guarding)) co_return refused;
     co_return co_await found->run(ctx);
   } catch (...) {
     failure = std::current_exception();

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/ip/address.hpp>
 #include <cstdio>
+#include "gateway/auth/keys_reload_signal.hpp"
 
 #include <thread>
 
@@ -39,6 +40,7 @@ server::~server() = default;
 int server::run() {
   listener_->start();
   webhooks_.start();
+  auth::reload_keys_on_sighup(io_.primary(), app_.access);
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   auto endpoint = listener_->local_endpoint();
   spdlog::info("listening on http://{}:{}", endpoint.address().to_string(), endpoint.port());

@@ -15,6 +15,8 @@ packages=(
   ca-certificates  # the system trust store https callbacks are verified against (docs/webhooks.md, "https")
   chromium  # tests/browser drives it with playwright-core (which never downloads a browser)
   nginx  # tests/integration/nginx_test.cpp runs it (foreground, temp dir) in front of the gateway: the docs/operations.md config
+  prometheus-cpp-dev  # /metrics: prometheus-cpp's registry and text serializer (its core library only)
+  prometheus  # promtool, which tests/integration/metrics_test checks a real scrape with (the server is never started)
 )
 # tests/browser runs on Node.js (>= 20) and npm: Debian's packages only when there is none.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
@@ -43,4 +45,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
   echo "setup: npm ci in tests/browser"
   (cd "$browser_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock_sum" > "$stamp"
+fi
+
+# tests/openapi's node_modules (@redocly/cli lints docs/openapi.yaml), the same way.
+openapi_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/openapi"
+openapi_sum="$(cat "$openapi_dir/package-lock.json" "$openapi_dir/package.json" | sha256sum | cut -d' ' -f1)"
+openapi_stamp="$openapi_dir/node_modules/.setup-lock.sha256"
+if [ "$(cat "$openapi_stamp" 2>/dev/null)" != "$openapi_sum" ]; then
+  echo "setup: npm ci in tests/openapi"
+  (cd "$openapi_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$openapi_sum" > "$openapi_stamp"
 fi

@@ -48,7 +48,10 @@ std::int64_t session_channel::publish(std::string_view run_id, event_type type, 
 }
 
 void session_channel::released(const std::vector<frame_ptr>& batch) {
-  for (const auto& f : batch) ring_.push(f);
+  for (const auto& f : batch) {
+    ring_.push(f);
+    stats_.count_event(f->type);
+  }
   stats_.events_published += batch.size();
   stats_.event_batches_committed++;
   // A run is over when its done is durable: clear it before anyone sees the done,
@@ -115,11 +118,12 @@ net::awaitable<std::vector<frame_ptr>> session_channel::read_after(std::int64_t 
     // The log first, up to what the ring holds (retention may have cut the log's start).
     const std::int64_t upto = ring_.log_upto(committed_id());
     const std::size_t want = std::min(limit, static_cast<std::size_t>(std::max<std::int64_t>(upto - after_id, 0)));
+    stats_.replay_reads_log++;
     auto read = [session = session_id_, after_id, want](store_connection& c) { return c.events_after(session, after_id, want); };
     out = co_await store_.async_read(std::move(read), net::use_awaitable);
   }
   const std::int64_t last = out.empty() ? after_id : out.back()->id;
-  if (out.size() < limit && ring_.holds_all_after(last, committed_id()))
+  if (out.size() < limit && ring_.holds_all_after(last, committed_id()) && (stats_.replay_reads_ring++, true))
     for (auto& f : ring_.after(last)) {
       if (out.size() >= limit) break;
       out.push_back(std::move(f));

@@ -12,12 +12,20 @@ void subscriber_cursors::add(std::shared_ptr<subscriber> sub, std::int64_t after
   c->last_sent = after_id;
   c->on_replay = std::move(on_replay);
   cursors_.push_back(c);
+  stats_.subscribers_open++;
+  stats_.subscribers_catching_up++;  // until catch_up finds it level with the log
   catch_up(c);
 }
 
+void subscriber_cursors::forget(const cursor& c) {
+  stats_.subscribers_open--;
+  if (!c.live) stats_.subscribers_catching_up--;
+}
+
 void subscriber_cursors::remove(const subscriber* sub) {
-  std::erase_if(cursors_, [sub](const cursor_ptr& c) {
+  std::erase_if(cursors_, [this, sub](const cursor_ptr& c) {
     if (c->sub.get() != sub) return false;
+    forget(*c);
     c->gone = true;
     return true;
   });
@@ -34,6 +42,7 @@ void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames) {
     if (backlog > 0 && backlog + frames.size() > backlog_bound_) {
       c->live = false;
       stats_.sse_subscribers_behind++;
+      stats_.subscribers_catching_up++;
       after_drained(c);
       continue;
     }
@@ -47,6 +56,7 @@ void subscriber_cursors::close_all() {
   auto all = std::move(cursors_);
   cursors_.clear();
   for (auto& c : all) {
+    forget(*c);
     c->gone = true;
     c->sub->close(subscriber::close_reason::session_deleted);
   }
@@ -61,6 +71,7 @@ void subscriber_cursors::catch_up(const cursor_ptr& c) {
   if (c->gone) return;
   if (!source_.ring().holds_all_after(c->last_sent, source_.committed_id())) return read_log_page(c);
   auto frames = source_.ring().after(c->last_sent);
+  if (!frames.empty()) stats_.replay_reads_ring++;
   if (c->on_replay) {
     replay_info info;
     info.last_event_id = c->last_sent;
@@ -76,6 +87,7 @@ void subscriber_cursors::catch_up(const cursor_ptr& c) {
   // Caught up: from here on it takes batches as they commit, with no gap and no repeat.
   if (c->last_sent >= source_.committed_id()) {
     c->live = true;
+    stats_.subscribers_catching_up--;
     return;
   }
   after_drained(c);
@@ -86,6 +98,7 @@ void subscriber_cursors::read_log_page(const cursor_ptr& c) {
   const auto& ring = source_.ring();
   const std::int64_t upto = ring.log_upto(source_.committed_id());
   const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(upto - c->last_sent, 0)), page_);
+  stats_.replay_reads_log++;
   source_.read_log(c->last_sent, limit,
                    [this, c](std::exception_ptr error, std::int64_t log_oldest, std::vector<frame_ptr> frames) {
                      if (c->gone) return;

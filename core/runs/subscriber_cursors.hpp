@@ -86,6 +86,8 @@ class subscriber_cursors {
   void after_drained(const cursor_ptr& c);
   // Ends `c`'s stream: its sequence cannot go on (close_reason::broken).
   void cut(const cursor_ptr& c);
+  // Takes a leaving cursor out of the subscriber gauges.
+  void forget(const cursor& c);
 
   source& source_;
   metrics& stats_;

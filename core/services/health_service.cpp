@@ -17,4 +17,8 @@ net::awaitable<void> health_service::check_writable() {
 
 std::uint64_t health_service::rejected_jobs() const { return store_.rejected(); }
 
+std::size_t health_service::queue_depth() const { return store_.queue_depth(); }
+
+const histogram& health_service::commit_latency() const { return store_.commit_latency(); }
+
 }  // namespace agw::core

@@ -5,7 +5,10 @@
 // Executor: check_writable() is an awaitable on the caller's executor;
 // rejected_jobs() is thread-safe.
 #include <boost/asio/awaitable.hpp>
+#include <cstddef>
 #include <cstdint>
+
+#include "core/histogram.hpp"
 
 namespace agw::core {
 
@@ -19,6 +22,9 @@ class health_service {
   // take the write lock. Throws store_error (store_busy) otherwise.
   boost::asio::awaitable<void> check_writable();
   std::uint64_t rejected_jobs() const;
+  // For /metrics: jobs queued for the store, and its write batches' commit times.
+  std::size_t queue_depth() const;
+  const histogram& commit_latency() const;
 
  private:
   store_executor& store_;

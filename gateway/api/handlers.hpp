@@ -24,6 +24,8 @@ awaitable<handler_result> rebuild_messages(request_context& ctx);
 awaitable<handler_result> session_events(request_context& ctx);
 // HEAD of the above: headers only, no stream.
 awaitable<handler_result> session_events_head(request_context& ctx);
+// POST /sessions/{id}/stream-token: a short-lived token for ?token= on that session's /events.
+awaitable<handler_result> issue_stream_token(request_context& ctx);
 
 awaitable<handler_result> list_webhooks(request_context& ctx);
 awaitable<handler_result> redeliver_webhook(request_context& ctx);

@@ -4,6 +4,7 @@
 #include "gateway/api/handlers.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/json_response.hpp"
+#include "gateway/metrics_exporter.hpp"
 
 namespace agw::gateway::api {
 
@@ -19,10 +20,9 @@ awaitable<handler_result> readyz(request_context& ctx) {
 }
 
 awaitable<handler_result> metrics_text(request_context& ctx) {
-  ctx.app.stats.store_rejected = ctx.app.health.rejected_jobs();
   response res{http::status::ok, ctx.req.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-  res.body() = ctx.app.stats.render();
+  res.body() = render_metrics(ctx.app);
   res.prepare_payload();
   co_return res;
 }

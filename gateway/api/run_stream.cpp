@@ -14,6 +14,7 @@
 #include "core/runs/run.hpp"
 #include "core/services/event_service.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/cors.hpp"
 #include "gateway/heartbeat_wheel.hpp"
 #include "gateway/http_connection.hpp"
 #include "gateway/sse_stream.hpp"
@@ -73,6 +74,7 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
   head.set(http::field::content_location, "/sessions/" + session_id + "/events");
   if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
   head.set("X-Request-Id", ctx.request_id);
+  add_cors_headers(app.config, ctx.req, head.base());
   // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
   const bool chunked = ctx.req.version() >= 11;
   if (chunked) head.chunked(true);

@@ -2,6 +2,7 @@
 #include "core/services/session_service.hpp"
 #include "gateway/api/handlers.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/auth/tenant_scope.hpp"
 #include "gateway/json_response.hpp"
 #include "gateway/request_body.hpp"
 
@@ -14,6 +15,7 @@ boost::json::object session_json(const core::session_view& v) { return core::to_
 
 awaitable<handler_result> create_session(request_context& ctx) {
   auto body = parse_optional_json_body(ctx.req);
+  if (ctx.tenant) auth::stamp_tenant(body, *ctx.tenant);
   auto creating = ctx.app.sessions.create(std::move(body));
   auto created = co_await std::move(creating);
   co_return json_response(http::status::created, session_json(created), ctx.req.version());
@@ -21,6 +23,7 @@ awaitable<handler_result> create_session(request_context& ctx) {
 
 awaitable<handler_result> list_sessions(request_context& ctx) {
   auto filter = core::parse_session_filter(ctx.query);
+  if (ctx.tenant) auth::restrict_to_tenant(filter, *ctx.tenant);
   auto listing = ctx.app.sessions.list(filter);
   auto page = co_await std::move(listing);
   boost::json::array sessions;

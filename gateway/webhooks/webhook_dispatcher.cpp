@@ -138,6 +138,7 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
   core::webhook_attempt_outcome outcome{
       d.id, {0, at, result.status_code, std::nullopt, result.duration_ms}, decision.status, decision.next_attempt_at_ms};
   if (!result.error.empty()) outcome.attempt.error = result.error;
+  stats_.webhook_attempt_seconds.observe(static_cast<double>(result.duration_ms) / 1000.0);
   if (decision.status == "delivered")
     stats_.webhooks_delivered++;
   else if (decision.status == "failed")
