@@ -57,10 +57,9 @@ tool_call_assembler::slot* tool_call_assembler::target_for(const tool_call_fragm
 void tool_call_assembler::add(const tool_call_fragment& f) {
   if (f.id.empty() && f.name.empty() && f.arguments.empty() && !f.index) return;
   auto* s = target_for(f);
-  // Some servers repeat the whole id (and name) in every fragment: repeated, not split.
-  const bool repeated = !f.id.empty() && f.id == s->call.id;
-  if (!repeated) s->call.id += f.id;
-  if (!(repeated && f.name == s->call.name)) s->call.name += f.name;
+  // Some servers repeat the whole id or name in every fragment: repeated, not split.
+  if (f.id != s->call.id) s->call.id += f.id;
+  if (f.name != s->call.name) s->call.name += f.name;
   s->call.arguments += f.arguments;
 }
 

@@ -47,6 +47,10 @@ TEST_CASE("tool_call_assembler: the same id and name repeated in every fragment 
   auto calls = assemble({{0, "c1", "calc", "{\"a\""}, {0, "c1", "calc", ":1}"}});
   REQUIRE(calls.size() == 1);
   CHECK(calls[0] == assembled_call{"c1", "calc", R"({"a":1})"});
+  // The name again without the id (some servers), and without an index.
+  auto named = assemble({{std::nullopt, "", "calc", "{\"a\""}, {std::nullopt, "", "calc", ":1}"}});
+  REQUIRE(named.size() == 1);
+  CHECK(named[0] == assembled_call{"call_1", "calc", R"({"a":1})"});
 }
 
 TEST_CASE("tool_call_assembler: a missing index goes by id, then to the latest call; missing ids are made up") {
