@@ -4,6 +4,7 @@
 
 #include <boost/asio/this_coro.hpp>
 
+#include "core/agents/openai/abort_watch.hpp"
 #include "core/agents/openai/abortable.hpp"
 #include "core/agents/openai/chat_stream_reader.hpp"
 #include "core/agents/openai/upstream_failure.hpp"
@@ -116,13 +117,14 @@ net::awaitable<void> read_answer(run_context& ctx, exchange_ptr ex, step_result&
   chat_stream_reader reader;
   tool_call_assembler calls;
   std::vector<chat_chunk> chunks;
+  const abort_watch watching(ctx, ex);
   for (bool end = false; !end && !reader.saw_done();) {
     auto reading = ex->read_some();
-    auto piece = co_await unless_aborted(ctx, std::move(reading));
-    if (!piece) co_return;  // aborted: the read was cancelled, the connection closed
-    if (piece->error) co_return fail(ctx, transport_failure(piece->error, piece->detail, true));
-    end = piece->end;
-    if (!reader.feed(piece->data, chunks))
+    const auto piece = co_await std::move(reading);
+    if (ctx.aborted()) co_return;  // the watch cancelled the read and closed the connection
+    if (piece.error) co_return fail(ctx, transport_failure(piece.error, piece.detail, true));
+    end = piece.end;
+    if (!reader.feed(piece.data, chunks))
       co_return fail(ctx, {"upstream_protocol", "the upstream sent a line longer than the parser's limit", false, {}});
     if (end) reader.finish(chunks);
     for (const auto& chunk : chunks) {
