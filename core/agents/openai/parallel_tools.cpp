@@ -33,7 +33,11 @@ message_record base_message(run_context& ctx, std::string role) {
   return m;
 }
 
-net::awaitable<std::vector<tool_outcome>> run_all(tool_runner& runner, const std::vector<run_context::tool_request>& calls) {
+}  // namespace
+
+net::awaitable<std::vector<tool_outcome>> run_concurrently(tool_runner& runner,
+                                                           const std::vector<run_context::tool_request>& calls) {
+  if (calls.empty()) co_return std::vector<tool_outcome>{};
   const auto executor = co_await net::this_coro::executor;
   auto state = std::make_shared<in_flight>(executor, calls.size());
   state->latch.expires_at(net::steady_timer::time_point::max());
@@ -49,8 +53,6 @@ net::awaitable<std::vector<tool_outcome>> run_all(tool_runner& runner, const std
   co_return std::move(state->outcomes);
 }
 
-}  // namespace
-
 net::awaitable<std::vector<tool_outcome>> run_tools_in_parallel(run_context& ctx, tool_runner& runner,
                                                                 const std::vector<run_context::tool_request>& calls) {
   co_await ctx.pace();
@@ -63,7 +65,7 @@ net::awaitable<std::vector<tool_outcome>> run_tools_in_parallel(run_context& ctx
     co_await ctx.pace();
     ctx.publish_tool_call(c.id, c.name, c.args);
   }
-  auto running = run_all(runner, calls);
+  auto running = run_concurrently(runner, calls);
   auto outcomes = co_await std::move(running);
   for (std::size_t i = 0; i < calls.size(); ++i) {
     co_await ctx.pace();

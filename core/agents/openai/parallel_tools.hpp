@@ -12,6 +12,10 @@
 
 namespace agw::core::openai {
 
+// The outcomes of `calls`, in call order, all run at once; completes on the caller's executor.
+boost::asio::awaitable<std::vector<tool_outcome>> run_concurrently(tool_runner& runner,
+                                                                   const std::vector<run_context::tool_request>& calls);
+
 // `runner` outlives the call (the agent environment owns it).
 boost::asio::awaitable<std::vector<tool_outcome>> run_tools_in_parallel(run_context& ctx, tool_runner& runner,
                                                                         const std::vector<run_context::tool_request>& calls);
