@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include "core/agents/mock_agent.hpp"
 #include "core/agents/openai/run_plan.hpp"
+#include "core/agents/unavailable_agent.hpp"
 
 using namespace agw::core;
 
@@ -82,4 +84,22 @@ TEST_CASE("agent_profiles: the session's config wins over the profile's; the run
   CHECK(bare.chat.model == env.openai.model);
   CHECK(bare.tools.size() == 2);
   CHECK_FALSE(bare.price);
+}
+
+TEST_CASE("agent_profiles: a session that names no provider runs on its profile's; its own config.provider wins") {
+  auto env = std::make_shared<agent_environment>();
+  env->profiles = parse_agent_profiles(R"({"profiles":{"remote":{"provider":"openai"}}})", no_variables).profiles;
+  install_agent_environment(env);
+  const auto& registry = builtin_provider_registry();
+  session_record on_profile;
+  on_profile.agent_name = "remote";
+  // openai without an upstream client in this process: the stand-in agent.
+  CHECK(dynamic_cast<unavailable_agent*>(registry.make_agent(on_profile).get()));
+  session_record overridden = on_profile;
+  overridden.config = {{"provider", "mock"}};
+  CHECK(dynamic_cast<mock_agent*>(registry.make_agent(overridden).get()));
+  session_record other;
+  other.agent_name = "nobody";
+  CHECK(dynamic_cast<mock_agent*>(registry.make_agent(other).get()));
+  install_agent_environment(std::make_shared<agent_environment>());
 }
