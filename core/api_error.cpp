@@ -24,6 +24,8 @@ const char* code_name(error_code code) {
       return "delivery_pending";
     case error_code::too_many_requests:
       return "too_many_requests";
+    case error_code::request_header_fields_too_large:
+      return "request_header_fields_too_large";
     case error_code::internal:
       return "internal";
     case error_code::unavailable:

@@ -22,6 +22,7 @@ enum class error_code {
   idempotency_mismatch,
   delivery_pending,  // a redelivery of a webhook that is still pending
   too_many_requests,
+  request_header_fields_too_large,  // the request's header block is over the limit (431)
   internal,
   unavailable,
 };

@@ -21,7 +21,10 @@ checkpoint_row plan_checkpoint_row(const std::optional<checkpoint_tip>& tip, con
     row.snapshot_bytes = tip->snapshot_bytes;
     return row;
   }
-  // The whole state: read once per snapshot, which the deltas since have paid for.
+  // The whole state: the writer's own copy when it has one (the same messages, the same
+  // run), else read once per snapshot, which the deltas since have paid for.
+  if (d.whole_state && static_cast<std::int64_t>(d.whole_state->messages.size()) == d.message_count)
+    return snapshot_row(serialize_checkpoint(*d.whole_state), d.message_count);
   conversation_state state = tip ? newest_state() : conversation_state{};
   apply_delta(state, d);
   return snapshot_row(serialize_checkpoint(state), d.message_count);

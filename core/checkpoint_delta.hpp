@@ -23,9 +23,16 @@ struct checkpoint_delta {
   std::vector<message_record> messages;  // appended or changed since the previous version; each at its seq (1-based)
   std::optional<checkpoint_run> run;     // this version's run, whole (it is small)
   std::int64_t created_at_ms = 0;
+  // This version's whole conversation, when the writer has it in memory (a run's own
+  // state; not owned: it must outlive the append_checkpoint call the delta is for).
+  // A snapshot that falls due is then written from it, instead of the store reading
+  // and folding the whole chain first, which stalled the writer for every session
+  // (tens of ms on a 10,000-message conversation). Not stored.
+  const conversation_state* whole_state = nullptr;
 };
 
-// The delta from a conversation whose messages before `changed_from` are unchanged to `state`.
+// The delta from a conversation whose messages before `changed_from` are unchanged to
+// `state` (whole_state left unset: the caller knows how long `state` lives).
 checkpoint_delta make_checkpoint_delta(const session_record& s, std::int64_t version, const conversation_state& state,
                                        std::size_t changed_from);
 

@@ -1,5 +1,6 @@
 #pragma once
-// Opaque ids: random (v4) UUIDs in canonical lower-case text form.
+// Opaque ids: time-ordered (v7) UUIDs in canonical lower-case text form: 74 random
+// bits, and the time first so that rows keyed by them are stored in creation order.
 #include <string>
 #include <string_view>
 

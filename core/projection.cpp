@@ -20,7 +20,9 @@ void save_checkpoint(store_connection& c, const clock& time, checkpoint_delta de
 
 void save_checkpoint(store_connection& c, const clock& time, const session_record& s, std::int64_t version,
                      const conversation_state& state, std::size_t changed_from) {
-  save_checkpoint(c, time, make_checkpoint_delta(s, version, state, changed_from));
+  auto delta = make_checkpoint_delta(s, version, state, changed_from);
+  delta.whole_state = &state;  // lives through this call
+  save_checkpoint(c, time, std::move(delta));
 }
 
 std::optional<std::int64_t> rebuild_projection(store_connection& c, const std::string& session_id) {

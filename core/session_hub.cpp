@@ -60,12 +60,22 @@ void session_hub::session_deleted(const std::string& session_id) {
 }
 
 void session_hub::close_all_streams() {
+  for (auto& c : all_channels()) net::post(c->strand(), [c] { c->close_subscribers(); });
+}
+
+void session_hub::close_idle_streams() {
+  for (auto& c : all_channels())
+    net::post(c->strand(), [c] {
+      if (!c->live_run()) c->close_subscribers();
+    });
+}
+
+std::vector<std::shared_ptr<session_channel>> session_hub::all_channels() const {
   std::vector<std::shared_ptr<session_channel>> all;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& [id, c] : channels_) all.push_back(c);
-  }
-  for (auto& c : all) net::post(c->strand(), [c] { c->close_subscribers(); });
+  std::lock_guard lock(mutex_);
+  all.reserve(channels_.size());
+  for (auto& [id, c] : channels_) all.push_back(c);
+  return all;
 }
 
 std::shared_ptr<agent> session_hub::agent_for(const session_record& session) { return providers_.make_agent(session); }

@@ -45,6 +45,11 @@ class session_hub {
   void session_deleted(const std::string& session_id);
   // Draining: close every subscriber stream (clients reconnect elsewhere or later).
   void close_all_streams();
+  // Draining: close the subscriber streams of sessions with no live run; those of a
+  // live run get its events to its end (called again as runs end).
+  void close_idle_streams();
+  // Every channel made since start-up and not deleted (a snapshot).
+  std::vector<std::shared_ptr<session_channel>> all_channels() const;
 
   // The agent config.provider names (see provider_registry::make_agent).
   std::shared_ptr<agent> agent_for(const session_record& session);

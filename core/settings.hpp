@@ -53,6 +53,12 @@ struct settings {
   std::size_t webhook_concurrency = 16;                        // deliveries in flight at once
   std::string webhook_ca_file;                                 // extra CA bundle for https callbacks (default: system)
   std::chrono::duration<double> drain_timeout{30.0};
+  // Operations limits and logs (docs/operations.md).
+  std::size_t max_connections = 50000;  // open client connections; over it: accepted, answered 503, closed; 0 = no limit
+  std::size_t max_runs = 1000;          // live runs; over it a new run is a 503; 0 = no limit
+  double rate_limit = 0;                // requests/s per client (API key or address); 0 = off
+  double rate_burst = 20;               // requests a client may make at once before rate_limit applies
+  bool access_log = true;               // one info line per request
 
   std::string openai_base_url = "https://api.openai.com/v1";
   std::string openai_api_key;

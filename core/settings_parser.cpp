@@ -63,6 +63,15 @@ option seconds_option(std::string name, std::string help, std::chrono::duration<
           }};
 }
 
+option number_option(std::string name, std::string help, double settings::*member, double min, double max) {
+  return {name, std::move(help), [member, min, max](settings& s, std::string_view v) -> std::string {
+            auto n = parse_seconds(v);  // the same shape: a finite non-negative decimal
+            if (!n || *n < min || *n > max) return "must be a number from " + std::to_string(min) + " to " + std::to_string(max);
+            s.*member = *n;
+            return "";
+          }};
+}
+
 option string_option(std::string name, std::string help, std::string settings::*member) {
   return {name, std::move(help), [member](settings& s, std::string_view v) -> std::string {
             s.*member = std::string(v);
@@ -204,6 +213,23 @@ const std::vector<option>& options() {
     t.push_back(string_option("webhook-ca-file", "PEM file of extra CAs trusted for https callbacks (default: system store)",
                               &settings::webhook_ca_file));
     t.push_back(seconds_option("drain-timeout", "seconds SIGTERM waits for live runs (default 30)", &settings::drain_timeout, 0));
+    t.push_back(integer_option<std::size_t>("max-connections", "open client connections, 0 = no limit (default 50000)",
+                                            &settings::max_connections, 0, 10'000'000));
+    t.push_back(integer_option<std::size_t>("max-runs", "live runs at once, 0 = no limit (default 1000)", &settings::max_runs, 0,
+                                            10'000'000));
+    t.push_back(number_option("rate-limit", "requests per second per API key or address, 0 = off (default 0)",
+                              &settings::rate_limit, 0, 1e6));
+    t.push_back(number_option("rate-burst", "requests a client may make at once (default 20)", &settings::rate_burst, 1, 1e6));
+    t.push_back(
+        {"access-log", "1 logs one line per request at info (default 1)", [](settings& s, std::string_view v) -> std::string {
+           if (v == "1" || v == "true")
+             s.access_log = true;
+           else if (v == "0" || v == "false")
+             s.access_log = false;
+           else
+             return "must be 0 or 1";
+           return "";
+         }});
     t.push_back({"openai-base-url", "base URL of an OpenAI-compatible API (default https://api.openai.com/v1)",
                  [](settings& s, std::string_view v) -> std::string {
                    if (!(v.starts_with("http://") || v.starts_with("https://"))) return "must be an http:// or https:// URL";

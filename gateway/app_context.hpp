@@ -20,6 +20,7 @@ class webhook_service;
 
 namespace agw::gateway {
 
+class rate_limiter;
 class webhook_dispatcher;
 
 struct app_context {
@@ -34,6 +35,7 @@ struct app_context {
   router routes{};
   std::atomic<bool> draining{false};
   webhook_dispatcher* webhooks = nullptr;  // set by the server; delivers the callback outbox
+  rate_limiter* rate = nullptr;            // set by the server when GATEWAY_RATE_LIMIT is on
 };
 
 // Registers every API route on app.routes.

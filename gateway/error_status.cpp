@@ -25,6 +25,8 @@ http::status http_status(core::error_code code) {
       return http::status::conflict;
     case error_code::too_many_requests:
       return http::status::too_many_requests;
+    case error_code::request_header_fields_too_large:
+      return http::status::request_header_fields_too_large;
     case error_code::internal:
       return http::status::internal_server_error;
     case error_code::unavailable:

@@ -11,24 +11,56 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
+#include "gateway/access_log.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/json_response.hpp"
+#include "gateway/rate_limiter.hpp"
+#include "gateway/request_id.hpp"
 
 namespace agw::gateway {
 namespace {
 
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
+// Retry-After on a 503 whose handler named none (draining, storage overloaded or
+// down): long enough for a load balancer to take this instance out, short enough
+// that a client behind a single instance comes back soon.
+constexpr int unavailable_retry_after_seconds = 2;
+
 std::chrono::steady_clock::duration to_duration(std::chrono::duration<double> d) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
 }
 
+// One request as the connection sees it: for its X-Request-Id and its access line.
+struct exchange {
+  std::string_view peer;  // serve_connection's, which outlives every exchange
+  std::string request_id{};
+  std::string method{};
+  std::string target{};
+  bool head = false;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  void describe(const request& req) {
+    request_id = request_id_for(req);
+    method = std::string(req.method_string());
+    target = std::string(req.target());
+    head = req.method() == http::verb::head;
+  }
+  void log(const app_context& app, unsigned status, std::size_t bytes, bool stream = false) const {
+    log_access(app.config.access_log,
+               {request_id, peer, method, target, status, bytes, stream, std::chrono::steady_clock::now() - started});
+  }
+};
+
 // Writes a final error answer; the caller closes the connection after it.
 // (Arguments are built into a named response before co_await: GCC 12 mishandles
 // non-trivial temporaries inside co_await expressions.)
-awaitable<void> reject(beast::tcp_stream& stream, app_context& app, response& res) {
+awaitable<void> reject(beast::tcp_stream& stream, app_context& app, response& res, const exchange& ex) {
   res.keep_alive(false);
+  if (ex.head) res.body().clear();  // Content-Length stays: what a GET would have had
+  res.set("X-Request-Id", ex.request_id);
   app.stats.http_responses_4xx++;
+  ex.log(app, res.result_int(), res.body().size());
   stream.expires_after(to_duration(app.config.write_timeout));
   co_await http::async_write(stream, res, use_tuple);
 }
@@ -47,6 +79,8 @@ std::string framing_problem(const request& req) {
   }
   if (req.count(http::field::content_length) > 1) return "more than one Content-Length";
   if (req.count(http::field::host) > 1) return "more than one Host";
+  // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400.
+  if (req.version() >= 11 && req.count(http::field::host) == 0) return "HTTP/1.1 request without Host";
   return "";
 }
 
@@ -79,10 +113,10 @@ std::string body_too_large(std::size_t max_body_bytes) {
 // Answers with an error; the caller then closes the connection. stream and app are
 // references: the caller (serve_connection's frame; app lives for the process)
 // awaits this at once, so both outlive it.
-awaitable<void> refuse(beast::tcp_stream& stream, app_context& app, core::error_code code, std::string message,
-                       unsigned version) {
+awaitable<void> refuse(beast::tcp_stream& stream, app_context& app, core::error_code code, std::string message, unsigned version,
+                       const exchange& ex) {
   auto refused = refusal(code, message, version);
-  co_await reject(stream, app, refused);
+  co_await reject(stream, app, refused, ex);
 }
 
 // Bytes already read from a handed-back connection are the start of its next request.
@@ -105,15 +139,21 @@ awaitable<bool> await_next_request(beast::tcp_stream& stream, app_context& app, 
 // Reads a request's header; false: the connection closes (answered first when the
 // request, not the socket, is at fault). (References: as for refuse.)
 awaitable<bool> read_request_header(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer,
-                                    request_parser& parser) {
+                                    request_parser& parser, exchange& ex) {
   stream.expires_after(to_duration(app.config.header_timeout));
   auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
-  if (ec == http::error::header_limit || ec == http::error::body_limit) {
-    // Beast checks a declared Content-Length against the body limit while reading the header.
-    auto op = refuse(
-        stream, app, core::error_code::payload_too_large,
-        ec == http::error::header_limit ? std::string("request header too large") : body_too_large(app.config.max_body_bytes),
-        11);
+  ex.started = std::chrono::steady_clock::now();
+  ex.request_id = new_request_id();  // replaced by the client's own once the header is read
+  if (ec == http::error::header_limit) {
+    auto op = refuse(stream, app, core::error_code::request_header_fields_too_large,
+                     "request header larger than " + std::to_string(app.config.max_header_bytes) + " bytes", 11, ex);
+    co_await std::move(op);
+    co_return false;
+  }
+  if (ec == http::error::body_limit) {
+    // Beast checks a declared Content-Length against the body limit while reading the
+    // header: a client waiting on Expect: 100-continue gets this 413 and no 100.
+    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), 11, ex);
     co_await std::move(op);
     co_return false;
   }
@@ -123,25 +163,26 @@ awaitable<bool> read_request_header(beast::tcp_stream& stream, app_context& app,
   if (ec) {
     // A malformed request is answered once, then the connection closes; socket errors just close.
     if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
-      auto op = refuse(stream, app, core::error_code::bad_request, "malformed request: " + ec.message(), 11);
+      auto op = refuse(stream, app, core::error_code::bad_request, "malformed request: " + ec.message(), 11, ex);
       co_await std::move(op);
     }
     co_return false;
   }
+  ex.describe(parser.get());
   co_return true;
 }
 
 // Refuses, before its body is read, a request with ambiguous framing or a declared
 // body over the limit; false: refused. (References: as for refuse.)
-awaitable<bool> admit_request(beast::tcp_stream& stream, app_context& app, request_parser& parser) {
+awaitable<bool> admit_request(beast::tcp_stream& stream, app_context& app, request_parser& parser, const exchange& ex) {
   const unsigned version = parser.get().version();
   if (auto problem = framing_problem(parser.get()); !problem.empty()) {
-    auto op = refuse(stream, app, core::error_code::bad_request, problem, version);
+    auto op = refuse(stream, app, core::error_code::bad_request, problem, version, ex);
     co_await std::move(op);
     co_return false;
   }
   if (parser.content_length() && *parser.content_length() > app.config.max_body_bytes) {
-    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), version);
+    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), version, ex);
     co_await std::move(op);
     co_return false;
   }
@@ -150,8 +191,8 @@ awaitable<bool> admit_request(beast::tcp_stream& stream, app_context& app, reque
 
 // Reads the body, after a 100 Continue when the client waits for one; false: the
 // connection closes. (References: as for refuse.)
-awaitable<bool> read_request_body(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer,
-                                  request_parser& parser) {
+awaitable<bool> read_request_body(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer, request_parser& parser,
+                                  const exchange& ex) {
   request& req = parser.get();
   const unsigned version = req.version();
   if (boost::algorithm::iequals(req[http::field::expect], "100-continue")) {
@@ -163,13 +204,13 @@ awaitable<bool> read_request_body(beast::tcp_stream& stream, app_context& app, b
   stream.expires_after(to_duration(app.config.header_timeout));
   auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
   if (bec == http::error::body_limit) {
-    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), version);
+    auto op = refuse(stream, app, core::error_code::payload_too_large, body_too_large(app.config.max_body_bytes), version, ex);
     co_await std::move(op);
     co_return false;
   }
   if (bec) {
     if (bec.category() == http::make_error_code(http::error::bad_chunk).category()) {
-      auto op = refuse(stream, app, core::error_code::bad_request, "malformed request body: " + bec.message(), version);
+      auto op = refuse(stream, app, core::error_code::bad_request, "malformed request body: " + bec.message(), version, ex);
       co_await std::move(op);
     }
     co_return false;
@@ -178,14 +219,15 @@ awaitable<bool> read_request_body(beast::tcp_stream& stream, app_context& app, b
 }
 
 // Reads one whole request into parser; false: the connection closes. (References: as for refuse.)
-awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer, request_parser& parser) {
-  const bool has_header = co_await read_request_header(stream, app, buffer, parser);
+awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast::flat_buffer& buffer, request_parser& parser,
+                             exchange& ex) {
+  const bool has_header = co_await read_request_header(stream, app, buffer, parser, ex);
   if (!has_header) co_return false;
   app.stats.http_requests++;
-  const bool admitted = co_await admit_request(stream, app, parser);
+  const bool admitted = co_await admit_request(stream, app, parser, ex);
   if (!admitted) co_return false;
   if (!parser.is_done()) {
-    const bool has_body = co_await read_request_body(stream, app, buffer, parser);
+    const bool has_body = co_await read_request_body(stream, app, buffer, parser, ex);
     if (!has_body) co_return false;
   }
   stream.expires_never();
@@ -195,6 +237,8 @@ awaitable<bool> read_request(beast::tcp_stream& stream, app_context& app, beast:
 // Runs the request's handler; a target that does not parse is answered here.
 // (ctx is serve_connection's, which awaits this at once.)
 awaitable<handler_result> route(request_context& ctx) {
+  if (ctx.req.method() == http::verb::options && ctx.req.target() == "*")
+    co_return ctx.app.routes.options_for_server(ctx.req.version());
   auto target = split(ctx.req.target());
   if (!target) co_return error_response({core::error_code::bad_request, "malformed request target"}, ctx.req.version());
   ctx.query = std::move(target->query);
@@ -202,10 +246,18 @@ awaitable<handler_result> route(request_context& ctx) {
 }
 
 // Writes a handler's answer; false: the connection closes after it. (References: as for refuse.)
-awaitable<bool> write_response(beast::tcp_stream& stream, app_context& app, const request& req, response& res) {
+awaitable<bool> write_response(beast::tcp_stream& stream, app_context& app, const request& req, response& res,
+                               const exchange& ex) {
   const bool keep_alive = req.keep_alive() && !app.draining;
   res.keep_alive(keep_alive);
+  res.set("X-Request-Id", ex.request_id);
+  // HEAD: the GET's status and headers, Content-Length included, and not one byte more
+  // (a body here would be read by a keep-alive client as the next response).
+  if (req.method() == http::verb::head) res.body().clear();
   const auto status = res.result_int();
+  if (status == 503 && res.find(http::field::retry_after) == res.end())
+    res.set(http::field::retry_after, std::to_string(unavailable_retry_after_seconds));
+  ex.log(app, status, res.body().size());
   if (status >= 500)
     app.stats.http_responses_5xx++;
   else if (status >= 400)
@@ -215,10 +267,34 @@ awaitable<bool> write_response(beast::tcp_stream& stream, app_context& app, cons
   co_return !wec && keep_alive;
 }
 
+// GATEWAY_RATE_LIMIT: a 429 when the client (its Authorization value, else its
+// address) is over its rate. Load balancer probes are not counted.
+std::optional<response> over_rate(app_context& app, const request& req, std::string_view peer) {
+  if (!app.rate) return std::nullopt;
+  const auto target = req.target();
+  if (target == "/healthz" || target == "/readyz") return std::nullopt;
+  const auto authorization = req[http::field::authorization];
+  // A digest, not the credential itself, is what the table keeps.
+  const std::string key =
+      authorization.empty() ? "a:" + std::string(peer) : "k:" + std::to_string(std::hash<std::string_view>{}(authorization));
+  const long wait = app.rate->admit(key, std::chrono::steady_clock::now());
+  if (wait == 0) return std::nullopt;
+  auto res = error_response({core::error_code::too_many_requests, "request rate over the limit; retry later"}, req.version());
+  res.set(http::field::retry_after, std::to_string(wait));
+  return res;
+}
+
+std::string peer_address(const beast::tcp_stream& stream) {
+  beast::error_code ec;
+  auto endpoint = stream.socket().remote_endpoint(ec);
+  return ec ? std::string() : endpoint.address().to_string();
+}
+
 }  // namespace
 
 static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app, std::string pending, bool counted) {
   if (!counted) app.stats.http_connections_open++;
+  const std::string peer = peer_address(stream);
   beast::flat_buffer buffer;
   preload(buffer, std::move(pending));
   // A handed-back connection is kept alive between requests: the idle timeout applies.
@@ -232,16 +308,22 @@ static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& a
       if (!next) break;
     }
     first = false;
-    const bool complete = co_await read_request(stream, app, buffer, parser);
+    exchange ex{peer};
+    const bool complete = co_await read_request(stream, app, buffer, parser, ex);
     if (!complete) break;
     request_context ctx{app, parser.get(), stream, buffer, {}, {}};
-    handler_result result = co_await route(ctx);
+    ctx.request_id = ex.request_id;
+    handler_result result = over_rate(app, ctx.req, peer);
+    if (!result) result = co_await route(ctx);
     if (!result) {
       // A streaming handler owns the socket now (and closes or hands it back).
-      if (ctx.stream_taken) co_return;
+      if (ctx.stream_taken) {
+        ex.log(app, 200, 0, /*stream=*/true);
+        co_return;
+      }
       break;
     }
-    const bool keep_alive = co_await write_response(stream, app, ctx.req, *result);
+    const bool keep_alive = co_await write_response(stream, app, ctx.req, *result, ex);
     if (!keep_alive) break;
   }
   close_connection(stream.socket(), app);

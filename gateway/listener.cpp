@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "gateway/app_context.hpp"
+#include "gateway/connection_refusal.hpp"
 #include "gateway/http_connection.hpp"
 
 namespace agw::gateway {
@@ -43,6 +44,12 @@ awaitable<void> listener::accept_loop() {
       continue;
     }
     socket.set_option(net::ip::tcp::no_delay(true));
+    // Over the limit a client still gets an answer it can act on (503, Retry-After).
+    const auto max = app_.config.max_connections;
+    if (max && app_.stats.http_connections_open.load() >= static_cast<std::int64_t>(max)) {
+      refuse_connection(std::move(socket), app_);
+      continue;
+    }
     start_connection(std::move(socket), app_);
   }
 }

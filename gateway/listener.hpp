@@ -1,7 +1,8 @@
 #pragma once
 // Accepts connections and starts serve_connection for each on its own strand,
-// made on the pool's io contexts in turn. Accepts on the pool's primary context;
-// close() (posted by the server) stops accepting.
+// made on the pool's io contexts in turn; over GATEWAY_MAX_CONNECTIONS open ones a
+// connection is answered 503 and closed instead (gateway/connection_refusal.hpp).
+// Accepts on the pool's primary context until close(); the drain keeps it open.
 #include <boost/asio/ip/tcp.hpp>
 
 #include "core/io_pool.hpp"

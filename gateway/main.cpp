@@ -9,6 +9,7 @@
 #include "core/clock.hpp"
 #include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
+#include "gateway/json_log_formatter.hpp"
 #include "gateway/server.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/projection_rebuild.hpp"
@@ -20,8 +21,7 @@ namespace {
 void configure_logging(const agw::core::settings& config) {
   auto logger = spdlog::stderr_color_mt("gateway");
   if (config.log_format_kind == agw::core::log_format::json)
-    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","thread":%t,"message":"%v"})",
-                        spdlog::pattern_time_type::utc);
+    logger->set_formatter(agw::gateway::make_json_log_formatter());
   else
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
   logger->set_level(spdlog::level::from_str(config.log_level));

@@ -24,6 +24,7 @@ struct request_context {
   // A streaming handler that took the socket over (and with it the rest of the
   // connection) sets this: the connection's coroutine then ends without touching it.
   bool stream_taken = false;
+  std::string request_id{};  // X-Request-Id: the client's when sane, else made (gateway/request_id.hpp)
 
   const std::string& param(std::size_t i) const { return path_params.at(i); }
 };

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "core/api_error.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
@@ -41,29 +43,78 @@ void router::add(http::verb method, std::string_view pattern, handler h) {
   routes_.push_back({method, split_pattern(pattern), std::move(h)});
 }
 
-awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
-  const route* found = nullptr;
-  std::string allowed;
+router::match router::find(http::verb method, const std::vector<std::string>& segments) const {
+  match out;
+  const route* get_route = nullptr;
+  std::vector<std::string> get_params;
   std::vector<std::string> params;
+  bool explicit_head = false;
   for (const auto& r : routes_) {
     if (!matches(r.pattern, segments, params)) continue;
-    if (r.method == ctx.req.method()) {
-      found = &r;
-      ctx.path_params = params;
-      break;
+    out.methods.push_back(r.method);
+    explicit_head = explicit_head || r.method == http::verb::head;
+    if (r.method == method && !out.found) {
+      out.found = &r;
+      out.params = params;
     }
-    if (!allowed.empty()) allowed += ", ";
-    allowed += std::string(http::to_string(r.method));
+    if (r.method == http::verb::get && !get_route) {
+      get_route = &r;
+      get_params = params;
+    }
   }
+  // HEAD is GET without the body (RFC 9110 9.3.2): a GET route serves it unless HEAD has its own.
+  if (!out.found && method == http::verb::head && get_route && !explicit_head) {
+    out.found = get_route;
+    out.params = std::move(get_params);
+  }
+  return out;
+}
+
+std::string router::allow_header(const std::vector<http::verb>& methods) {
+  std::string allowed;
+  const bool explicit_head = std::find(methods.begin(), methods.end(), http::verb::head) != methods.end();
+  std::vector<http::verb> listed;
+  auto append = [&allowed, &listed](http::verb m) {
+    if (std::find(listed.begin(), listed.end(), m) != listed.end()) return;  // each method once
+    listed.push_back(m);
+    if (!allowed.empty()) allowed += ", ";
+    allowed += std::string(http::to_string(m));
+  };
+  for (auto m : methods) {
+    append(m);
+    if (m == http::verb::get && !explicit_head) append(http::verb::head);
+  }
+  append(http::verb::options);
+  return allowed;
+}
+
+response router::options_for_server(unsigned version) const {
+  std::vector<http::verb> methods;
+  for (const auto& r : routes_) methods.push_back(r.method);
+  auto res = empty_response(http::status::no_content, version);
+  res.erase(http::field::content_length);  // a 204 has none (RFC 9110 8.6)
+  res.set(http::field::allow, allow_header(methods));
+  return res;
+}
+
+awaitable<handler_result> router::dispatch(request_context& ctx, const std::vector<std::string>& segments) const {
+  auto m = find(ctx.req.method(), segments);
   const unsigned version = ctx.req.version();
-  if (!found) {
-    if (!allowed.empty()) {
-      auto res = error_response({core::error_code::method_not_allowed, "method not allowed on this path"}, version);
-      res.set(http::field::allow, allowed);
+  if (!m.found) {
+    if (m.methods.empty()) co_return error_response({core::error_code::not_found, "no such route"}, version);
+    if (ctx.req.method() == http::verb::options) {
+      // OPTIONS on a known path: what it takes. (CORS preflight headers are added in front of this.)
+      auto res = empty_response(http::status::no_content, version);
+      res.erase(http::field::content_length);  // a 204 has none (RFC 9110 8.6)
+      res.set(http::field::allow, allow_header(m.methods));
       co_return res;
     }
-    co_return error_response({core::error_code::not_found, "no such route"}, version);
+    auto res = error_response({core::error_code::method_not_allowed, "method not allowed on this path"}, version);
+    res.set(http::field::allow, allow_header(m.methods));
+    co_return res;
   }
+  ctx.path_params = std::move(m.params);
+  const route* found = m.found;
   // Exceptions are translated here and nowhere else.
   std::exception_ptr failure;
   try {
@@ -78,12 +129,12 @@ awaitable<handler_result> router::dispatch(request_context& ctx, const std::vect
   } catch (const core::store_busy& e) {
     co_return error_response({core::error_code::unavailable, "storage is overloaded, retry later"}, version);
   } catch (const core::store_error& e) {
-    spdlog::error("storage error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()),
-                  e.what());
+    spdlog::error("storage error request_id={} on {} {}: {}", ctx.request_id, std::string(http::to_string(ctx.req.method())),
+                  std::string(ctx.req.target()), e.what());
     co_return error_response({core::error_code::unavailable, "storage is unavailable"}, version);
   } catch (const std::exception& e) {
-    spdlog::error("internal error on {} {}: {}", std::string(http::to_string(ctx.req.method())), std::string(ctx.req.target()),
-                  e.what());
+    spdlog::error("internal error request_id={} on {} {}: {}", ctx.request_id, std::string(http::to_string(ctx.req.method())),
+                  std::string(ctx.req.target()), e.what());
     co_return error_response({core::error_code::internal, "internal error"}, version);
   }
 }

@@ -25,7 +25,9 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       health_(storage.store),
       webhooks_(io_.primary().get_executor(), deliveries_, config, stats_, time),
       runs_(storage.store, hub_, sessions_, stats_, time, [this] { webhooks_.wake(); }),
-      app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_},
+      rate_(config.rate_limit > 0 ? std::make_unique<rate_limiter>(config.rate_limit, config.rate_burst) : nullptr),
+      app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_, rate_.get()},
+      drain_(io_, stats_, hub_, runs_, webhooks_, config.drain_timeout),
       signals_(io_.primary(), SIGINT, SIGTERM) {
   // The agents' upstream client and profiles, before the first request can make an agent.
   core::install_agent_environment(make_agent_environment(config, tools_));
@@ -57,45 +59,17 @@ int server::run() {
 void server::on_signal(const boost::system::error_code& ec, int signal) {
   if (ec) return;
   if (++signals_seen_ > 1) {
+    // Fast exit: whatever is queued for the store is still committed by main.
     spdlog::warn("second signal {}: exiting now", signal);
     io_.stop();
     return;
   }
   spdlog::info("signal {}: draining (deadline {}s)", signal, config_.drain_timeout.count());
+  // The listener keeps accepting: a client sees a 503 (and /readyz turns not-ready),
+  // never a refused connection, until the process exits.
   app_.draining = true;
-  listener_->close();
-  // Followers of /events are told to come back later; run streams go on to their done.
-  hub_.close_all_streams();
-  // Deliveries not yet attempted stay pending in the database for the next start.
-  webhooks_.stop();
   signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
-  finish_drain();
-}
-
-void server::finish_drain() {
-  // Live runs get until the deadline; then the io loop stops and main flushes storage.
-  auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.drain_timeout);
-  auto poll = std::make_shared<net::steady_timer>(io_.primary());
-  auto check = std::make_shared<std::function<void()>>();
-  *check = [this, poll, check, deadline] {
-    // Done when every run has ended and every stream has written its last frame (followers
-    // were closed when the drain began), or at the deadline.
-    const bool idle = stats_.runs_live.load() == 0 && stats_.sse_streams_open.load() == 0;
-    if (idle || std::chrono::steady_clock::now() >= deadline) {
-      if (!idle)
-        spdlog::warn("drain deadline reached with {} live runs and {} open streams", stats_.runs_live.load(),
-                     stats_.sse_streams_open.load());
-      io_.stop();
-      *check = nullptr;  // break the self-reference
-      return;
-    }
-    poll->expires_after(std::chrono::milliseconds(50));
-    poll->async_wait([check](const boost::system::error_code&) {
-      if (*check) (*check)();
-    });
-  };
-  (*check)();
+  drain_.start([this] { io_.stop(); });
 }
 
 }  // namespace agw::gateway

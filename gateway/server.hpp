@@ -1,7 +1,8 @@
 #pragma once
 // Owns the io threads, the listener and the app context for one process, and
-// runs the two-stage shutdown: SIGTERM/SIGINT drain (stop accepting, let live
-// runs finish up to the drain deadline), a second signal forces the exit.
+// runs the two-stage shutdown: SIGTERM/SIGINT starts the drain (gateway/drain.hpp:
+// keep accepting, refuse new runs, let live runs finish up to the drain deadline),
+// a second signal forces the exit (main still commits every queued write).
 // Hands the process's clock (main's) to everything below that reads time.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -21,7 +22,9 @@
 #include "core/storage/storage_backend.hpp"
 #include "core/tools/tool_runner.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/drain.hpp"
 #include "gateway/listener.hpp"
+#include "gateway/rate_limiter.hpp"
 #include "gateway/webhooks/webhook_dispatcher.hpp"
 
 namespace agw::gateway {
@@ -36,7 +39,6 @@ class server {
 
  private:
   void on_signal(const boost::system::error_code& ec, int signal);
-  void finish_drain();
 
   const core::settings& config_;
   // Declared before the io contexts: coroutine frames destroyed with them still touch the counters.
@@ -52,9 +54,11 @@ class server {
   core::webhook_service deliveries_;
   core::health_service health_;
   webhook_dispatcher webhooks_;
-  core::run_service runs_;  // after the dispatcher: a run's outbox row wakes it
+  core::run_service runs_;              // after the dispatcher: a run's outbox row wakes it
+  std::unique_ptr<rate_limiter> rate_;  // GATEWAY_RATE_LIMIT; null when off
   app_context app_;
   std::unique_ptr<listener> listener_;
+  drain drain_;
   net::signal_set signals_;
   int signals_seen_ = 0;
 };

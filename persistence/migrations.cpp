@@ -209,6 +209,41 @@ CREATE TRIGGER IF NOT EXISTS messages_counted_out AFTER DELETE ON messages BEGIN
   UPDATE message_counts SET n = n - 1 WHERE session_id = OLD.session_id;
 END;
 )sql",
+    // 4: a checkpoint row costs its own page and the (thread_id, version) index, no more.
+    //    The session_id index existed only for ON DELETE CASCADE, and cost a page write
+    //    per row (a tenth of a sustained run's WAL: docs/streaming.md, "Bytes per run").
+    //    The cascade is now a trigger through the thread_id index, and a row whose
+    //    session is gone is refused as the foreign key refused it (a run's last
+    //    checkpoint racing its session's delete). (Idempotent, as 3.)
+    R"sql(
+CREATE TABLE checkpoint_rows (
+  seq            INTEGER PRIMARY KEY,
+  thread_id      TEXT NOT NULL,
+  version        INTEGER NOT NULL,
+  session_id     TEXT NOT NULL,
+  kind           TEXT NOT NULL CHECK (kind IN ('snapshot', 'delta')),
+  message_count  INTEGER NOT NULL,
+  delta_bytes    INTEGER NOT NULL,
+  snapshot_bytes INTEGER NOT NULL,
+  created_at     INTEGER NOT NULL,
+  state          TEXT NOT NULL,
+  UNIQUE (thread_id, version)
+);
+INSERT INTO checkpoint_rows (seq, thread_id, version, session_id, kind, message_count, delta_bytes, snapshot_bytes,
+                             created_at, state)
+  SELECT seq, thread_id, version, session_id, kind, message_count, delta_bytes, snapshot_bytes, created_at, state
+  FROM checkpoints ORDER BY seq;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoint_rows RENAME TO checkpoints;
+CREATE TRIGGER checkpoints_need_session BEFORE INSERT ON checkpoints
+  WHEN NOT EXISTS (SELECT 1 FROM sessions WHERE id = NEW.session_id)
+BEGIN
+  SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: checkpoints.session_id');
+END;
+CREATE TRIGGER IF NOT EXISTS sessions_drop_checkpoints AFTER DELETE ON sessions BEGIN
+  DELETE FROM checkpoints WHERE thread_id = OLD.thread_id;
+END;
+)sql",
 };
 
 int user_version(sqlite_database& db) {

@@ -14,6 +14,7 @@ packages=(
   openssl  # the CLI: webhook tests make TLS certificates and compute HMACs with it (they fail without it)
   ca-certificates  # the system trust store https callbacks are verified against (docs/webhooks.md, "https")
   chromium  # tests/browser drives it with playwright-core (which never downloads a browser)
+  nginx  # tests/integration/nginx_test.cpp runs it (foreground, temp dir) in front of the gateway: the docs/operations.md config
 )
 # tests/browser runs on Node.js (>= 20) and npm: Debian's packages only when there is none.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

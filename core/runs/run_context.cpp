@@ -94,8 +94,10 @@ net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_reco
       changed_from = i;
       break;
     }
-  auto write = [&time = time(), delta = make_checkpoint_delta(session_, ++checkpoint_version_, conversation_, changed_from),
-                outbox = std::move(outbox)](store_connection& c) {
+  auto delta = make_checkpoint_delta(session_, ++checkpoint_version_, conversation_, changed_from);
+  // The run waits for this write, so its conversation stands still until the job is done.
+  delta.whole_state = &conversation_;
+  auto write = [&time = time(), delta = std::move(delta), outbox = std::move(outbox)](store_connection& c) {
     save_checkpoint(c, time, delta);
     if (outbox) c.insert_webhook_delivery(*outbox);
   };

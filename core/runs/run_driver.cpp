@@ -96,6 +96,17 @@ void close_unpersisted(run_context& ctx, message_record& answer, const std::exce
   ctx.publish(event_type::done, {{"assistant_data", message_json(answer)}});
 }
 
+// The run's one info line (docs/operations.md, "Logs"): figures only, never contents.
+void log_run_end(run_context& ctx, const run& r, const run_request& request, const message_record& answer) {
+  if (!spdlog::should_log(spdlog::level::info)) return;
+  const auto& usage = ctx.usage();
+  spdlog::info(
+      "run request_id={} session={} run_id={} status={} duration_ms={} events={} input_tokens={} output_tokens={} provider={}",
+      request.request_id.empty() ? "-" : request.request_id, ctx.session().id, r.id(), answer.status,
+      ctx.time().wall_ms() - r.started_at_ms(), ctx.channel().last_assigned_id() - r.events_before(), usage.input_tokens,
+      usage.output_tokens, usage.provider.empty() ? "-" : usage.provider);
+}
+
 }  // namespace
 
 net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r, run_request request,
@@ -136,6 +147,7 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   auto committing = channel->wait_committed();
   co_await std::move(committing);
   if (channel->live_run() == r) channel->set_live_run(nullptr);  // e.g. the session was deleted
+  log_run_end(ctx, *r, request, answer);
   stats.runs_live--;
   // Counted by how the run really ended: an end that could not be stored is an error.
   if (aborted)

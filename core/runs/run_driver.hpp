@@ -26,6 +26,7 @@ struct run_request {
   // Given the conversation as its final checkpoint stored it (and that version) once
   // it committed, for the session's next run to start from; not called otherwise.
   std::function<void(conversation_state, std::int64_t)> conversation_saved = nullptr;
+  std::string request_id{};  // the request that started the run, named in its log line
 };
 
 // Runs on the channel's strand; never throws (failures end the run with status error).

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/api_error.hpp"
@@ -101,7 +102,7 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
   auto persisting = persist_user_message(channel, r, session, request, hash);
   auto started = co_await std::move(persisting);
   if (started.existing_key) co_return attach(session, *started.existing_key, hash);
-  launch(channel, r, std::move(session), std::move(started), request.callback_url);
+  launch(channel, r, std::move(session), std::move(started), request.callback_url, request.request_id);
   co_return run_start{channel, r->id(), r->events_before(), false};
 }
 
@@ -120,6 +121,13 @@ net::awaitable<std::optional<std::string>> run_service::abort(std::string sessio
   auto run_id = co_await std::move(aborting);
   if (run_id.empty()) co_return std::nullopt;
   co_return run_id;
+}
+
+void run_service::abort_all() {
+  for (auto& channel : hub_.all_channels())
+    net::post(channel->strand(), [channel] {
+      if (auto live = channel->live_run()) live->request_abort();
+    });
 }
 
 net::awaitable<std::optional<idempotency_record>> run_service::find_key(const std::string& session_id, const std::string& key) {
@@ -203,14 +211,18 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
 }
 
 void run_service::launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
-                         started_run started, std::optional<std::string> callback_url) {
+                         started_run started, std::optional<std::string> callback_url, std::string request_id) {
   auto agent_impl = hub_.agent_for(session);
   auto keep = [cache = conversations_, id = session.id](conversation_state state, std::int64_t version) {
     cache->give_back(id, {version, std::move(state)});
   };
-  run_request request{
-      std::move(session), std::move(started.conversation), started.checkpoint_version, std::move(callback_url), outbox_written_,
-      std::move(keep)};
+  run_request request{std::move(session),
+                      std::move(started.conversation),
+                      started.checkpoint_version,
+                      std::move(callback_url),
+                      outbox_written_,
+                      std::move(keep),
+                      std::move(request_id)};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
   net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id()](std::exception_ptr e) {
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);

@@ -34,6 +34,7 @@ struct start_request {
   std::string content;                         // validated: a non-blank string
   std::optional<std::string> callback_url;     // checked by the caller (its address too)
   std::optional<std::string> idempotency_key;  // validated: 1..255 printable ASCII
+  std::string request_id{};                    // the starting request's X-Request-Id, for the run's log line
 };
 
 // Which run the caller's stream follows, and from where.
@@ -62,6 +63,10 @@ class run_service {
   // (or its end is already decided). api_error(not_found) for an unknown session.
   boost::asio::awaitable<std::optional<std::string>> abort(std::string session_id);
 
+  // Draining past its deadline: asks every live run to stop at its next step (each
+  // then ends as an abort does: persisted as aborted, done sent). Returns at once.
+  void abort_all();
+
  private:
   struct started_run;
   boost::asio::awaitable<std::optional<idempotency_record>> find_key(const std::string& session_id, const std::string& key);
@@ -72,7 +77,7 @@ class run_service {
                                                            const std::shared_ptr<run>& r, const session_record& session,
                                                            const start_request& request, const std::string& hash);
   void launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
-              started_run started, std::optional<std::string> callback_url);
+              started_run started, std::optional<std::string> callback_url, std::string request_id);
   run_start attach(const session_record& session, const idempotency_record& key, const std::string& hash) const;
 
   store_executor& store_;

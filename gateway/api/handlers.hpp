@@ -22,6 +22,8 @@ awaitable<handler_result> list_messages(request_context& ctx);
 awaitable<handler_result> abort_run(request_context& ctx);
 awaitable<handler_result> rebuild_messages(request_context& ctx);
 awaitable<handler_result> session_events(request_context& ctx);
+// HEAD of the above: headers only, no stream.
+awaitable<handler_result> session_events_head(request_context& ctx);
 
 awaitable<handler_result> list_webhooks(request_context& ctx);
 awaitable<handler_result> redeliver_webhook(request_context& ctx);

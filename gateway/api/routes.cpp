@@ -21,6 +21,7 @@ void register_routes(app_context& app) {
   r.add(verb::post, "/sessions/{}/abort", api::abort_run);
   r.add(verb::post, "/sessions/{}/rebuild", api::rebuild_messages);
   r.add(verb::get, "/sessions/{}/events", api::session_events);
+  r.add(verb::head, "/sessions/{}/events", api::session_events_head);
   r.add(verb::get, "/sessions/{}/webhooks", api::list_webhooks);
   r.add(verb::post, "/sessions/{}/webhooks/{}/redeliver", api::redeliver_webhook);
 }

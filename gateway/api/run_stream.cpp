@@ -72,6 +72,7 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
   head.set("X-Accel-Buffering", "no");
   head.set(http::field::content_location, "/sessions/" + session_id + "/events");
   if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
+  head.set("X-Request-Id", ctx.request_id);
   // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
   const bool chunked = ctx.req.version() >= 11;
   if (chunked) head.chunked(true);

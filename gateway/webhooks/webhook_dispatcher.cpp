@@ -60,9 +60,18 @@ void webhook_dispatcher::stop() {
   });
 }
 
+void webhook_dispatcher::drain() {
+  net::post(strand_, [this] {
+    last_pass_ = true;
+    woken_ = true;
+    timer_->cancel();
+  });
+}
+
 net::awaitable<void> webhook_dispatcher::loop() {
   while (!stopped_) {
     woken_ = false;
+    const bool final_pass = last_pass_;
     std::int64_t wait_ms = idle_poll_ms;
     try {
       const auto now = clock_.wall_ms();
@@ -77,6 +86,7 @@ net::awaitable<void> webhook_dispatcher::loop() {
         for (auto& d : due) {
           if (stopped_ || in_flight_.size() >= config_.webhook_concurrency) break;
           if (!in_flight_.insert(d.id).second) continue;
+          attempts_in_flight_++;
           net::co_spawn(strand_, deliver(std::move(d)), net::detached);
         }
       } else {
@@ -95,11 +105,13 @@ net::awaitable<void> webhook_dispatcher::loop() {
       spdlog::warn("webhook dispatcher: storage error: {}", e.what());
       wait_ms = store_retry_ms;
     }
+    if (final_pass) stopped_ = true;
     if (woken_ || stopped_) continue;
     if (wait_ms == 0) continue;
     auto waiting = timer_->wait_until(clock_.steady_now() + std::chrono::milliseconds(wait_ms));
     co_await std::move(waiting);
   }
+  loop_ended_ = true;
 }
 
 net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d) {
@@ -132,8 +144,9 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
     stats_.webhooks_failed++;
   else
     stats_.webhooks_retried++;
-  spdlog::info("webhook {} to {}: attempt {} -> {} ({})", d.webhook_id, d.url, d.round_attempts + 1,
-               result.status_code ? std::to_string(*result.status_code) : result.error, decision.status);
+  // The URL without its query: receivers often put a token there (no secrets at info).
+  spdlog::info("webhook {} to {}: attempt {} -> {} ({})", d.webhook_id, std::string_view(d.url).substr(0, d.url.find('?')),
+               d.round_attempts + 1, result.status_code ? std::to_string(*result.status_code) : result.error, decision.status);
 
   std::exception_ptr failure;
   try {
@@ -153,6 +166,7 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
 
 void webhook_dispatcher::finished(const std::string& delivery_id) {
   in_flight_.erase(delivery_id);
+  attempts_in_flight_--;
   woken_ = true;
   timer_->cancel();
 }

@@ -9,6 +9,7 @@
 // (at-least-once: an attempt cut by a crash is sent again). Due times, attempt
 // stamps and its sleeps are the injected clock's.
 // Executor: its own strand; wake() and stop() may be called from any thread.
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/strand.hpp>
@@ -37,6 +38,13 @@ class webhook_dispatcher {
   void wake();
   // Draining: start no new attempt (pending rows wait for the next start).
   void stop();
+  // Draining: one last look for deliveries due now (each attempted once more), then as
+  // stop(); attempts under way finish (or are cut by the exit and stay pending).
+  void drain();
+  // Attempts under way; any thread.
+  std::size_t attempts_in_flight() const { return attempts_in_flight_.load(); }
+  // The loop has ended (after stop(), or drain()'s last pass); any thread.
+  bool loop_ended() const { return loop_ended_.load(); }
 
   const core::address_policy& policy() const { return policy_; }
 
@@ -57,6 +65,9 @@ class webhook_dispatcher {
   std::unordered_set<std::string> in_flight_;  // strand only
   bool woken_ = false;                         // strand only: a wake arrived while the loop was busy
   bool stopped_ = false;                       // strand only
+  bool last_pass_ = false;                     // strand only: drain() asked for one final pass
+  std::atomic<std::size_t> attempts_in_flight_{0};
+  std::atomic<bool> loop_ended_{false};
   std::mt19937_64 rng_;
 };
 

@@ -73,6 +73,32 @@ TEST_CASE("checkpoint_chain: deltas accumulate until they hold as many bytes as 
   CHECK_FALSE(agw::core::snapshot_due(999, 1000));
 }
 
+TEST_CASE("checkpoint_chain: a due snapshot comes from the writer's whole state when it has one, without reading the chain") {
+  const checkpoint_tip full{3, 2, 990, 1000};
+  conversation_state whole;
+  whole.messages = {message("m1", 1, "a"), message("m2", 2, "b"), message("m3", 3, "c")};
+  auto d = append_one(4, 3, "c");
+  d.whole_state = &whole;
+  const auto snap = plan_checkpoint_row(full, d, never_read);
+  CHECK(snap.snapshot);
+  // Byte for byte what folding the chain and applying the delta writes.
+  auto base = [] {
+    conversation_state s;
+    s.messages = {message("m1", 1, "a"), message("m2", 2, "b")};
+    return s;
+  };
+  d.whole_state = nullptr;
+  CHECK(plan_checkpoint_row(full, d, base).text == snap.text);
+  // A whole state that does not match the delta's count is not trusted: the chain is read.
+  conversation_state stale;
+  stale.messages = {message("m1", 1, "a")};
+  d.whole_state = &stale;
+  CHECK_THROWS_AS(plan_checkpoint_row(full, d, never_read), std::logic_error);
+  // Not due: a delta, whatever the writer holds.
+  d.whole_state = &whole;
+  CHECK_FALSE(plan_checkpoint_row(checkpoint_tip{3, 2, 0, 1000}, d, never_read).snapshot);
+}
+
 TEST_CASE("checkpoint_chain: a version that does not follow, or a delta that does not fit, is refused") {
   const checkpoint_tip tip{3, 2, 0, 1000};
   CHECK_THROWS_AS(plan_checkpoint_row(tip, append_one(5, 3), never_read), agw::core::store_error);

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -31,13 +32,13 @@ TEST_CASE("ids: is_uuid") {
   CHECK_FALSE(agw::core::is_uuid(std::string_view("123e4567-e89b-12d3-a456-42661417400\0", 36)));
 }
 
-TEST_CASE("ids: new_uuid is canonical lower-case v4 and unique") {
+TEST_CASE("ids: new_uuid is canonical lower-case v7 and unique") {
   std::set<std::string> seen;
   for (int i = 0; i < 2000; ++i) {
     const auto id = agw::core::new_uuid();
     CAPTURE(id);
     REQUIRE(agw::core::is_uuid(id));
-    CHECK(id[14] == '4');                                          // version 4
+    CHECK(id[14] == '7');                                          // version 7
     CHECK(std::string("89ab").find(id[19]) != std::string::npos);  // RFC 4122 variant
     CHECK(id.find_first_of("ABCDEF") == std::string::npos);
     seen.insert(id);
@@ -56,4 +57,16 @@ TEST_CASE("ids: new_uuid is canonical lower-case v4 and unique") {
   for (const auto& id : a) seen.insert(id);
   for (const auto& id : b) seen.insert(id);
   CHECK(seen.size() == 3000);
+}
+
+TEST_CASE("ids: new_uuid sorts by creation time, its first 48 bits being Unix milliseconds") {
+  const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  const auto first = agw::core::new_uuid();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const auto second = agw::core::new_uuid();
+  const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  CHECK(first < second);  // as text, as an index compares them
+  const auto ms = std::stoll(first.substr(0, 8) + first.substr(9, 4), nullptr, 16);
+  CHECK(ms >= before.count());
+  CHECK(ms <= after.count());
 }

@@ -101,6 +101,14 @@ const std::vector<good_value>& good_values() {
       {"webhook-ca-file", "/etc/ssl/x.pem", [](const settings& s) { return s.webhook_ca_file == "/etc/ssl/x.pem"; }},
       {"drain-timeout", "0", [](const settings& s) { return s.drain_timeout == secs(0); }},
       {"drain-timeout", "45", [](const settings& s) { return s.drain_timeout == secs(45); }},
+      {"max-connections", "0", [](const settings& s) { return s.max_connections == 0; }},
+      {"max-connections", "200", [](const settings& s) { return s.max_connections == 200; }},
+      {"max-runs", "3", [](const settings& s) { return s.max_runs == 3; }},
+      {"rate-limit", "2.5", [](const settings& s) { return s.rate_limit == 2.5; }},
+      {"rate-limit", "0", [](const settings& s) { return s.rate_limit == 0; }},
+      {"rate-burst", "40", [](const settings& s) { return s.rate_burst == 40; }},
+      {"access-log", "0", [](const settings& s) { return !s.access_log; }},
+      {"access-log", "true", [](const settings& s) { return s.access_log; }},
       {"openai-base-url", "http://localhost:1234/v1",
        [](const settings& s) { return s.openai_base_url == "http://localhost:1234/v1"; }},
       {"openai-api-key", "sk-test", [](const settings& s) { return s.openai_api_key == "sk-test"; }},
@@ -179,6 +187,15 @@ const std::vector<bad_value>& bad_values() {
       {"webhook-concurrency", "0"},
       {"webhook-concurrency", "1025"},
       {"drain-timeout", "-1"},
+      {"max-connections", "-1"},
+      {"max-connections", "many"},
+      {"max-runs", "1.5"},
+      {"rate-limit", "-1"},
+      {"rate-limit", "fast"},
+      {"rate-limit", "nan"},
+      {"rate-burst", "0"},
+      {"rate-burst", "0.5"},
+      {"access-log", "yes"},
       {"openai-base-url", "ftp://x"},
       {"openai-base-url", "api.openai.com"},
       {"tool-timeout", "0"},
@@ -217,6 +234,11 @@ TEST_CASE("settings_parser: defaults") {
   CHECK(s.webhook_retry_schedule ==
         std::vector<secs>{secs(5), secs(300), secs(1800), secs(7200), secs(18000), secs(36000), secs(36000)});
   CHECK(s.drain_timeout == secs(30));
+  CHECK(s.max_connections == 50000);
+  CHECK(s.max_runs == 1000);
+  CHECK(s.rate_limit == 0);
+  CHECK(s.rate_burst == 20);
+  CHECK(s.access_log);
   CHECK(s.openai_base_url == "https://api.openai.com/v1");
   CHECK(s.openai_api_key.empty());
   CHECK(s.openai_model == "gpt-4o-mini");

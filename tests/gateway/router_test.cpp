@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/json/parse.hpp>
 #include <chrono>
@@ -109,23 +110,25 @@ TEST_CASE("router: method and segments reach one handler with its parameters; 40
   using http::verb;
   const std::vector<row> rows = {
       {verb::get, {}, 200, "index||", ""},
-      {verb::head, {}, 200, "index_head||", ""},  // registered on its own: no implicit HEAD
-      {verb::post, {}, 405, "method_not_allowed", "GET, HEAD"},
+      {verb::head, {}, 200, "index_head||", ""},  // registered on its own: that handler, not GET's
+      {verb::post, {}, 405, "method_not_allowed", "GET, HEAD, OPTIONS"},
       {verb::get, {"healthz"}, 200, "healthz||", ""},
-      {verb::head, {"healthz"}, 405, "method_not_allowed", "GET"},  // HEAD only where registered
+      {verb::head, {"healthz"}, 200, "healthz||", ""},  // GET's handler serves HEAD (the connection drops the body)
+      {verb::head, {"sessions", "s1", "abort"}, 405, "method_not_allowed", "POST, OPTIONS"},  // no GET: no HEAD
+      {verb::head, {"nope"}, 404, "not_found", ""},
       {verb::get, {"sessions"}, 200, "list_sessions||", ""},
       {verb::post, {"sessions"}, 200, "create_session||", ""},
-      {verb::put, {"sessions"}, 405, "method_not_allowed", "POST, GET"},  // in registration order
+      {verb::put, {"sessions"}, 405, "method_not_allowed", "POST, GET, HEAD, OPTIONS"},  // in registration order
       {verb::get, {"sessions", "s1"}, 200, "get_session|s1|", ""},
       {verb::patch, {"sessions", "s1"}, 200, "patch_session|s1|", ""},
       {verb::delete_, {"sessions", "s1"}, 200, "delete_session|s1|", ""},
-      {verb::post, {"sessions", "s1"}, 405, "method_not_allowed", "GET, PATCH, DELETE"},
+      {verb::post, {"sessions", "s1"}, 405, "method_not_allowed", "GET, HEAD, PATCH, DELETE, OPTIONS"},
       {verb::get, {"sessions", "s1", "messages"}, 200, "list_messages|s1|", ""},
       {verb::post, {"sessions", "s1", "messages"}, 200, "post_message|s1|", ""},
-      {verb::delete_, {"sessions", "s1", "messages"}, 405, "method_not_allowed", "POST, GET"},
-      {verb::get, {"sessions", "s1", "abort"}, 405, "method_not_allowed", "POST"},
+      {verb::delete_, {"sessions", "s1", "messages"}, 405, "method_not_allowed", "POST, GET, HEAD, OPTIONS"},
+      {verb::get, {"sessions", "s1", "abort"}, 405, "method_not_allowed", "POST, OPTIONS"},
       {verb::post, {"sessions", "s1", "webhooks", "d1", "redeliver"}, 200, "redeliver_webhook|s1,d1|", ""},
-      {verb::get, {"sessions", "s1", "webhooks", "d1", "redeliver"}, 405, "method_not_allowed", "POST"},
+      {verb::get, {"sessions", "s1", "webhooks", "d1", "redeliver"}, 405, "method_not_allowed", "POST, OPTIONS"},
       // A parameter is any one segment, the empty one included (the services check ids).
       {verb::get, {"sessions", "", "messages"}, 200, "list_messages||", ""},
       {verb::get, {"sessions", "a/b"}, 200, "get_session|a/b|", ""},  // segments arrive decoded
@@ -172,10 +175,25 @@ TEST_CASE("router: patterns are split like request paths; the first matching rou
   CHECK(d.dispatch(r, http::verb::get, {"a", "x"}).body() == "first|x|");
   CHECK(d.dispatch(r, http::verb::get, {"a", "fixed"}).body() == "first|fixed|");
   CHECK(d.dispatch(r, http::verb::post, {"a", "fixed"}).body() == "fixed_post||");
-  // A 405 lists every matching route's method, repeats included.
+  // A 405 lists each matching route's method once, in registration order.
   auto res = d.dispatch(r, http::verb::delete_, {"a", "fixed"});
   CHECK(res.result_int() == 405);
-  CHECK(res[http::field::allow] == "GET, GET, GET, POST");
+  CHECK(res[http::field::allow] == "GET, HEAD, POST, OPTIONS");
+}
+
+TEST_CASE("router: OPTIONS on a known path is a 204 with Allow and no body; on an unknown one a 404") {
+  dispatch_fixture d;
+  router r;
+  add_api_routes(r);
+  auto res = d.dispatch(r, http::verb::options, {"sessions", "s1"});
+  CHECK(res.result_int() == 204);
+  CHECK(res[http::field::allow] == "GET, HEAD, PATCH, DELETE, OPTIONS");
+  CHECK(res.body().empty());
+  CHECK(res.find(http::field::content_length) == res.end());
+  auto root = d.dispatch(r, http::verb::options, {});
+  CHECK(root.result_int() == 204);
+  CHECK(root[http::field::allow] == "GET, HEAD, OPTIONS");
+  CHECK(d.dispatch(r, http::verb::options, {"nope"}).result_int() == 404);
 }
 
 TEST_CASE("router: errors keep the request's HTTP version") {
@@ -237,7 +255,8 @@ TEST_CASE("router: a handler's exception becomes the contract's error response, 
 
 // One request over a real connection (start_connection on 127.0.0.1) to a server
 // whose routes echo what they were given; returns the response.
-agw::gateway::response over_connection(agw::test::app_fixture& fx, const std::string& request_text) {
+// `head`: the request is a HEAD, so the answer has no body whatever its Content-Length.
+agw::gateway::response over_connection(agw::test::app_fixture& fx, const std::string& request_text, bool head = false) {
   using tcp = net::ip::tcp;
   auto& io = fx.core.io;
   tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
@@ -248,10 +267,11 @@ agw::gateway::response over_connection(agw::test::app_fixture& fx, const std::st
   agw::gateway::start_connection(std::move(server), fx.app);
   net::write(client, net::buffer(request_text));
   beast::flat_buffer buffer;
-  agw::gateway::response res;
+  http::response_parser<http::string_body> parser;
+  parser.skip(head);
   bool done = false;
   beast::error_code error;
-  http::async_read(client, buffer, res, [&](beast::error_code ec, std::size_t) {
+  http::async_read(client, buffer, parser, [&](beast::error_code ec, std::size_t) {
     error = ec;
     done = true;
   });
@@ -264,8 +284,8 @@ agw::gateway::response over_connection(agw::test::app_fixture& fx, const std::st
   boost::system::error_code ec;
   char byte;
   client.read_some(net::buffer(&byte, 1), ec);
-  CHECK(ec == net::error::eof);
-  return res;
+  CHECK(ec == net::error::eof);  // and no byte before it: a HEAD answer has no body
+  return parser.release();
 }
 
 std::string get(const std::string& target) { return "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"; }
@@ -315,12 +335,17 @@ TEST_CASE("request target: trailing slash, percent-decoded segments, the query i
   }
 }
 
-TEST_CASE("request target: HEAD / reaches the HEAD route as registered") {
+TEST_CASE("request target: HEAD reaches the HEAD route as registered, else the GET route; no body is written") {
   agw::test::app_fixture fx;
   add_api_routes(fx.app.routes);
-  auto res = over_connection(fx, "HEAD / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  auto res = over_connection(fx, "HEAD / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", true);
   CHECK(res.result_int() == 200);
-  CHECK(res.body() == "index_head||");  // the echo writes a body even to HEAD; the real page clears it
+  // The echo wrote "index_head||" (12 bytes): its length is announced, its bytes are not sent.
+  CHECK(res[http::field::content_length] == "12");
+  CHECK(res.body().empty());
+  auto via_get = over_connection(fx, "HEAD /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", true);
+  CHECK(via_get.result_int() == 200);
+  CHECK(via_get[http::field::content_length] == std::to_string(std::string("healthz||").size()));
 }
 
 }  // namespace

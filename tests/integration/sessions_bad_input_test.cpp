@@ -158,15 +158,15 @@ std::vector<bad_case> bad_cases() {
        "POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
        "Content-Length: 100000\r\n\r\n",
        413, "payload_too_large", true},
-      {"header block above the header limit", raw_request("GET", "/healthz", "", {{"X-Padding", std::string(20000, 'p')}}), 413,
-       "payload_too_large", true},
+      {"header block above the header limit", raw_request("GET", "/healthz", "", {{"X-Padding", std::string(20000, 'p')}}), 431,
+       "request_header_fields_too_large", true},
       {"many headers above the header limit",
        [] {
          header_list h;
          for (int i = 0; i < 400; ++i) h.emplace_back("X-H" + std::to_string(i), std::string(60, 'h'));
          return raw_request("GET", "/healthz", "", h);
        }(),
-       413, "payload_too_large", true},
+       431, "request_header_fields_too_large", true},
       // --- media type -------------------------------------------------------------------
       {"no Content-Type with a JSON body", raw_request("POST", "/sessions", valid), 415, "unsupported_media_type"},
       {"Content-Type text/plain", with_type("POST", "/sessions", valid, "text/plain"), 415, "unsupported_media_type"},
@@ -229,18 +229,22 @@ std::vector<bad_case> bad_cases() {
       // --- routes and methods -----------------------------------------------------------
       {"unknown route", get("/nope"), 404, "not_found"},
       {"a path below the page at /", get("/index.html/x"), 404, "not_found"},
-      {"root with a method it does not take", raw_request("DELETE", "/", "", {}), 405, "method_not_allowed", false, "GET,HEAD"},
+      {"root with a method it does not take", raw_request("DELETE", "/", "", {}), 405, "method_not_allowed", false,
+       "GET,HEAD,OPTIONS"},
       {"unknown sub-resource", get("/sessions/{id}/nope"), 404, "not_found"},
       {"unknown route, POST with a body", raw_request("POST", "/nope", valid, json_headers), 404, "not_found"},
       {"routes are case-sensitive", get("/SESSIONS"), 404, "not_found"},
-      {"PUT /sessions", raw_request("PUT", "/sessions", valid, json_headers), 405, "method_not_allowed", false, "GET,POST"},
-      {"DELETE /sessions", raw_request("DELETE", "/sessions"), 405, "method_not_allowed", false, "GET,POST"},
-      {"PATCH /sessions", raw_request("PATCH", "/sessions", valid, json_headers), 405, "method_not_allowed", false, "GET,POST"},
+      {"PUT /sessions", raw_request("PUT", "/sessions", valid, json_headers), 405, "method_not_allowed", false,
+       "GET,HEAD,POST,OPTIONS"},
+      {"DELETE /sessions", raw_request("DELETE", "/sessions"), 405, "method_not_allowed", false, "GET,HEAD,POST,OPTIONS"},
+      {"PATCH /sessions", raw_request("PATCH", "/sessions", valid, json_headers), 405, "method_not_allowed", false,
+       "GET,HEAD,POST,OPTIONS"},
       {"POST /sessions/{id}", raw_request("POST", "/sessions/{id}", valid, json_headers), 405, "method_not_allowed", false,
-       "DELETE,GET,PATCH"},
+       "DELETE,GET,HEAD,PATCH,OPTIONS"},
       {"PUT /sessions/{id}", raw_request("PUT", "/sessions/{id}", valid, json_headers), 405, "method_not_allowed", false,
-       "DELETE,GET,PATCH"},
-      {"POST /healthz", raw_request("POST", "/healthz", "{}", json_headers), 405, "method_not_allowed", false, "GET"},
+       "DELETE,GET,HEAD,PATCH,OPTIONS"},
+      {"POST /healthz", raw_request("POST", "/healthz", "{}", json_headers), 405, "method_not_allowed", false,
+       "GET,HEAD,OPTIONS"},
       // --- framing: answered once, then the connection is closed --------------------------
       {"Transfer-Encoding: chunked, identity",
        raw_request("POST", "/sessions", chunked_body({valid}),

@@ -17,6 +17,7 @@ using agw::test::temp_db;
 
 // The checkpoints table as a version 2 binary left it.
 constexpr const char* version_2_checkpoints = R"sql(
+DROP TRIGGER sessions_drop_checkpoints;
 DROP TABLE checkpoints;
 CREATE TABLE checkpoints (
   seq        INTEGER PRIMARY KEY,

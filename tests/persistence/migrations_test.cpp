@@ -27,7 +27,7 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 3);
+  CHECK(schema_version() == 4);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
                                                      "message_counts", "messages", "session_labels", "sessions",
@@ -42,10 +42,10 @@ TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the dat
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     migrate(store->database());  // twice on one connection
-    CHECK(pragma_text(*store, "user_version") == "3");
+    CHECK(pragma_text(*store, "user_version") == "4");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "3");
+  CHECK(pragma_text(*again, "user_version") == "4");
   CHECK(again->find_session("s1").has_value());
   CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
 }
@@ -77,11 +77,11 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
     store->insert_session(make_session("s1", 10));
     store->append_events(agw::test::make_batch("s1", 1, 3));
     // Back to what a version 1 binary left behind.
-    store->database().exec("DROP TABLE event_journal");
+    store->database().exec("DROP TABLE event_journal; DROP TRIGGER sessions_drop_checkpoints");
     store->database().exec("PRAGMA user_version = 1");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "3");
+  CHECK(pragma_text(*again, "user_version") == "4");
   CHECK(table_names(*again).contains("event_journal"));
   REQUIRE(again->find_session("s1"));
   CHECK(again->find_session("s1")->last_event_id == 3);
@@ -99,6 +99,7 @@ TEST_CASE("migrations: a version 2 file gets its sessions' message counts, which
     // Back to what a version 2 binary left behind: no counts table, no triggers.
     store->database().exec(
         "DROP TRIGGER messages_counted_in; DROP TRIGGER messages_counted_out; DROP TABLE message_counts; "
+        "DROP TRIGGER sessions_drop_checkpoints; "
         "PRAGMA user_version = 2");
   }
   auto again = db.open();
@@ -109,4 +110,32 @@ TEST_CASE("migrations: a version 2 file gets its sessions' message counts, which
   CHECK(again->find_session("s1")->message_count == 4);
   again->delete_messages("s1");
   CHECK(again->find_session("s1")->message_count == 0);
+}
+
+TEST_CASE("migrations: a version 3 file loses the checkpoints' session index, keeps its rows and still cascades") {
+  temp_db db;
+  {
+    auto store = db.open();
+    store->insert_session(make_session("s1", 10));
+    store->insert_session(make_session("s2", 20));
+    store->insert_checkpoint({"thread-s1", "s1", 1, R"({"messages":[]})", 10});
+    store->insert_checkpoint({"thread-s2", "s2", 1, R"({"messages":[]})", 20});
+    // Back to what a version 3 binary left behind: the index, no triggers.
+    store->database().exec(
+        "CREATE INDEX checkpoints_session ON checkpoints (session_id); DROP TRIGGER sessions_drop_checkpoints; "
+        "DROP TRIGGER checkpoints_need_session; PRAGMA user_version = 3");
+  }
+  auto again = db.open();
+  auto indexes = again->database().prepare_uncached(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints' AND name NOT LIKE 'sqlite_%'");
+  indexes.step();
+  CHECK(indexes.int64(0) == 0);
+  REQUIRE(again->latest_checkpoint("thread-s1"));
+  REQUIRE(again->latest_checkpoint("thread-s2"));
+  CHECK(again->delete_session("s1"));
+  CHECK_FALSE(again->latest_checkpoint("thread-s1"));
+  CHECK(again->latest_checkpoint("thread-s2"));
+  // A row for a session that is gone is refused, as the foreign key refused it.
+  CHECK_THROWS_WITH_AS(again->insert_checkpoint({"thread-s1", "s1", 2, "{}", 30}), doctest::Contains("FOREIGN KEY"),
+                       agw::core::store_error);
 }

@@ -134,6 +134,25 @@ int gateway_process::terminate() {
   return status;
 }
 
+void gateway_process::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+int gateway_process::wait_exit(std::chrono::milliseconds deadline) {
+  if (pid_ <= 0) return -1;
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= end) {
+      kill9();
+      return -SIGKILL;
+    }
+    usleep(10'000);
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
 std::string gateway_process::stderr_text() {
   std::ifstream in(log_path_);
   std::stringstream ss;

@@ -37,8 +37,12 @@ class gateway_process {
   const std::string& db_path() const { return db_path_; }
   pid_t pid() const { return pid_; }
 
-  void kill9();               // SIGKILL and reap
-  int terminate();            // SIGTERM; returns the exit status (or -signal)
+  void kill9();          // SIGKILL and reap
+  int terminate();       // SIGTERM; returns the exit status (or -signal)
+  void signal(int sig);  // sends sig and returns at once (drain tests act while it drains)
+  // Waits for the process to exit: its status (or -signal); at the deadline it is
+  // killed (SIGKILL, so -9 comes back) and a test checking for 0 fails instead of hanging.
+  int wait_exit(std::chrono::milliseconds deadline);
   void start();               // (re)start with the same database and environment
   std::string stderr_text();  // what the process logged so far
 
