@@ -65,6 +65,12 @@ struct settings {
   std::string openai_base_url = "https://api.openai.com/v1";
   std::string openai_api_key;
   std::string openai_model = "gpt-4o-mini";
+  std::string openai_ca_file;                                  // extra CA bundle for https upstreams (default: system)
+  std::chrono::duration<double> openai_connect_timeout{10.0};  // resolve + connect + TLS handshake with the upstream
+  std::chrono::duration<double> openai_idle_timeout{60.0};     // the longest upstream silence before upstream_timeout
+  unsigned openai_max_steps = 8;                               // tool rounds per run before tool_step_limit
+  unsigned openai_max_retries = 2;                             // retries of a failed upstream request, before its first token
+  std::string agent_profiles_file;                             // JSON agent profiles (docs/providers.md); "" = none
   std::chrono::duration<double> tool_timeout{10.0};
 
   // Auth, stream tokens and CORS (docs/security-and-metrics.md). No keys and no keys

@@ -305,6 +305,20 @@ const std::vector<option>& options() {
     t.push_back(string_option("openai-api-key", "API key for the openai provider", &settings::openai_api_key));
     t.push_back(
         string_option("openai-model", "default model for the openai provider (default gpt-4o-mini)", &settings::openai_model));
+    t.push_back(string_option("openai-ca-file", "PEM file of extra CAs trusted for https upstreams (default: system store)",
+                              &settings::openai_ca_file));
+    t.push_back(seconds_option("openai-connect-timeout",
+                               "seconds to resolve, connect and handshake with the upstream (default 10)",
+                               &settings::openai_connect_timeout, 0.01));
+    t.push_back(seconds_option("openai-idle-timeout", "seconds the upstream may be silent mid-answer (default 60)",
+                               &settings::openai_idle_timeout, 0.01));
+    t.push_back(integer_option<unsigned>("openai-max-steps", "rounds of tool calls per run before tool_step_limit (default 8)",
+                                         &settings::openai_max_steps, 1, 1000));
+    t.push_back(integer_option<unsigned>("openai-max-retries",
+                                         "retries of a failed upstream request before its first token (default 2)",
+                                         &settings::openai_max_retries, 0, 10));
+    t.push_back(string_option("agent-profiles", "JSON file of agent profiles and model prices (default: none)",
+                              &settings::agent_profiles_file));
     t.push_back(seconds_option("tool-timeout", "seconds a tool call may run (default 10)", &settings::tool_timeout, 0.001));
     add_access_options(t);
     return t;

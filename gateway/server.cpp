@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "gateway/http/agent_environment_setup.hpp"
+
 namespace agw::gateway {
 
 server::server(const core::settings& config, core::storage_backend storage, const core::clock& time)
@@ -28,6 +30,8 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_, rate_.get()},
       drain_(io_, stats_, hub_, runs_, webhooks_, config.drain_timeout),
       signals_(io_.primary(), SIGINT, SIGTERM) {
+  // The agents' upstream client and profiles, before the first request can make an agent.
+  core::install_agent_environment(make_agent_environment(config, tools_));
   register_routes(app_);
   boost::system::error_code ec;
   auto address = net::ip::make_address(config.host, ec);
@@ -35,7 +39,8 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   listener_ = std::make_unique<listener>(io_, net::ip::tcp::endpoint(address, config.port), app_);
 }
 
-server::~server() = default;
+// The agents' environment refers to this server's tools: it goes with the server.
+server::~server() { core::install_agent_environment(std::make_shared<core::agent_environment>()); }
 
 int server::run() {
   listener_->start();

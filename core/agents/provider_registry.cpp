@@ -2,8 +2,10 @@
 
 #include <stdexcept>
 
+#include "core/agents/agent_environment.hpp"
 #include "core/agents/mock_agent.hpp"
 #include "core/agents/mock_options.hpp"
+#include "core/agents/openai/openai_agent.hpp"
 #include "core/agents/unavailable_agent.hpp"
 #include "core/api_error.hpp"
 
@@ -30,19 +32,32 @@ provider mock_provider() {
   return p;
 }
 
-// Placeholder until the real OpenAI-compatible provider lands (a later issue):
-// its options validate as they always did, and its runs fail with
-// provider_unavailable, the same code and message as before the registry.
-provider openai_placeholder_provider() {
-  auto shared = std::make_shared<unavailable_agent>("openai");
+// OpenAI-compatible chat completions through the process's upstream client. Without
+// one (a build or test that installed no agent environment) its runs fail with
+// provider_unavailable, as before the provider existed.
+provider openai_provider() {
   provider p;
   p.name = "openai";
-  // config.mock has always been checked whatever the provider; kept so that the
-  // same configs are accepted and refused as before. The real provider decides
-  // whether to keep it.
+  // config.mock has always been checked whatever the provider: the same configs
+  // are accepted and refused as before.
   p.validate = [](const boost::json::object& config) { parse_mock_options(config.if_contains("mock")); };
-  p.make = [shared](const session_record&) -> std::shared_ptr<agent> { return shared; };
+  p.make = [](const session_record& session) -> std::shared_ptr<agent> {
+    auto env = current_agent_environment();
+    if (!env->http) return std::make_shared<unavailable_agent>("openai");
+    const auto* profile = env->profile(session.agent_name);
+    return std::make_shared<openai::openai_agent>(std::move(env), profile);
+  };
   return p;
+}
+
+// The provider a session runs on: its config's, else its profile's, else the default.
+std::string provider_name(const session_record& session) {
+  const auto* named = session.config.if_contains("provider");
+  if (!named) {
+    const auto* profile = current_agent_environment()->profile(session.agent_name);
+    named = profile ? profile->config.if_contains("provider") : nullptr;
+  }
+  return !named ? std::string(provider_registry::default_provider) : named->is_string() ? std::string(named->get_string()) : "?";
 }
 
 }  // namespace
@@ -72,8 +87,7 @@ const provider& provider_registry::select(const boost::json::object& config) con
 }
 
 std::shared_ptr<agent> provider_registry::make_agent(const session_record& session) const {
-  const auto* named = session.config.if_contains("provider");
-  const std::string name = !named ? std::string(default_provider) : named->is_string() ? std::string(named->get_string()) : "?";
+  const auto name = provider_name(session);
   if (const auto* p = find(name)) return p->make(session);
   return std::make_shared<unavailable_agent>(name);
 }
@@ -81,7 +95,7 @@ std::shared_ptr<agent> provider_registry::make_agent(const session_record& sessi
 provider_registry make_builtin_provider_registry() {
   provider_registry registry;
   registry.add(mock_provider());
-  registry.add(openai_placeholder_provider());
+  registry.add(openai_provider());
   return registry;
 }
 

@@ -51,8 +51,10 @@ class provider_registry {
   std::vector<provider> providers_;  // registration order: the 400 message lists them in it
 };
 
-// The providers this build has: "mock" (the default) and "openai" (options only
-// for now: its runs fail with provider_unavailable).
+// The providers this build has: "mock" (the default) and "openai" (through the
+// installed agent environment's HTTP client; without one its runs fail with
+// provider_unavailable). A session that names no provider runs on its agent
+// profile's (agent_environment.hpp), else on the default.
 provider_registry make_builtin_provider_registry();
 
 // The process's registry, built once on first use and read-only afterwards:

@@ -18,6 +18,8 @@ static const scenario registry[] = {
      run_resume_scenario, "", describe_resume_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=1", false},
     {"sustained", "the same few sessions run after run (1 to 1,000 runs each): events/s, CPU and bytes written per run, db size",
      run_sustained_scenario, "", describe_sustained_scenario, "", false, false},
+    {"upstream", "openai provider vs tests/fake_upstream at 50 tokens/s: added latency per token (p50/p99), CPU per token",
+     run_upstream_scenario, "1,100,1000", describe_upstream_scenario, "", true, false},
 };
 
 std::span<const scenario> scenarios() { return registry; }
