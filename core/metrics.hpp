@@ -42,6 +42,9 @@ struct metrics {
   std::atomic<std::uint64_t> runs_aborted{0};
   std::atomic<std::uint64_t> runs_failed{0};
   std::atomic<std::int64_t> runs_live{0};
+  // Runs admitted and not yet ended, those still being persisted included: the
+  // GATEWAY_MAX_RUNS count, and what a drain waits for (run_service::admit_run).
+  std::atomic<std::int64_t> runs_admitted{0};
   std::atomic<std::uint64_t> events_published{0};
   std::atomic<std::uint64_t> event_batches_committed{0};
   std::atomic<std::int64_t> sse_streams_open{0};

@@ -5,6 +5,7 @@
 // or body: no secrets, no message contents.
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace agw::gateway {
@@ -19,6 +20,10 @@ struct access_entry {
   bool stream = false;    // an SSE stream began (its line is written when it starts)
   std::chrono::steady_clock::duration took{};
 };
+
+// The target up to its query (which may carry a stream token), cut to 256 bytes, with
+// every byte outside printable ASCII as '?': what any log line may say of a path.
+std::string loggable_path(std::string_view target);
 
 // Writes the line at info when `enabled` (and info is on).
 void log_access(bool enabled, const access_entry& entry);

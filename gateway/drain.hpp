@@ -35,6 +35,8 @@ class drain {
   static constexpr std::chrono::seconds abort_grace{5};
   // The longest the last webhook attempts are waited for once runs and streams ended.
   static constexpr std::chrono::seconds webhook_grace{2};
+  // Once runs ended, how long followers told to close get to finish their last write.
+  static constexpr std::chrono::milliseconds stream_grace{500};
   // How often the drain looks at what is left.
   static constexpr std::chrono::milliseconds tick{50};
 
@@ -49,7 +51,7 @@ class drain {
   awaitable<void> run(std::function<void()> on_done);
   // Waits, closing idle followers each tick, until `done()` or `until`; false at `until`.
   awaitable<bool> wait_for(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
-  bool runs_and_streams_ended() const;
+  bool runs_ended() const;
 
   core::io_pool& io_;
   core::metrics& stats_;

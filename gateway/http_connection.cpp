@@ -267,16 +267,27 @@ awaitable<bool> write_response(beast::tcp_stream& stream, app_context& app, cons
   co_return !wec && keep_alive;
 }
 
-// GATEWAY_RATE_LIMIT: a 429 when the client (its Authorization value, else its
-// address) is over its rate. Load balancer probes are not counted.
+// The rate limiter's bucket: a valid API key's, else the peer address's. Only a key
+// the server knows names a bucket: an unchecked header would let a client make a new
+// bucket per request (never limited) and flush real clients' buckets out of the table.
+std::string rate_bucket(const app_context& app, const request& req, std::string_view peer) {
+  const auto authorization = req[http::field::authorization];
+  constexpr std::string_view bearer = "Bearer ";
+  if (app.access.enabled() && authorization.size() > bearer.size() && authorization.substr(0, bearer.size()) == bearer) {
+    const auto presented = authorization.substr(bearer.size());
+    // A digest, not the credential itself, is what the table keeps.
+    if (app.access.find_key(presented)) return "k:" + std::to_string(std::hash<std::string_view>{}(presented));
+  }
+  return "a:" + std::string(peer);
+}
+
+// GATEWAY_RATE_LIMIT: a 429 when the client (its API key, else its address) is over
+// its rate. Load balancer probes are not counted.
 std::optional<response> over_rate(app_context& app, const request& req, std::string_view peer) {
   if (!app.rate) return std::nullopt;
   const auto target = req.target();
   if (target == "/healthz" || target == "/readyz") return std::nullopt;
-  const auto authorization = req[http::field::authorization];
-  // A digest, not the credential itself, is what the table keeps.
-  const std::string key =
-      authorization.empty() ? "a:" + std::string(peer) : "k:" + std::to_string(std::hash<std::string_view>{}(authorization));
+  const std::string key = rate_bucket(app, req, peer);
   const long wait = app.rate->admit(key, std::chrono::steady_clock::now());
   if (wait == 0) return std::nullopt;
   auto res = error_response({core::error_code::too_many_requests, "request rate over the limit; retry later"}, req.version());
@@ -293,7 +304,6 @@ std::string peer_address(const beast::tcp_stream& stream) {
 }  // namespace
 
 static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& app, std::string pending, bool counted) {
-  if (!counted) app.stats.http_connections_open++;
   const std::string peer = peer_address(stream);
   beast::flat_buffer buffer;
   preload(buffer, std::move(pending));
@@ -330,10 +340,15 @@ static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& a
 }
 
 void start_connection(net::ip::tcp::socket socket, app_context& app, std::string pending, bool counted) {
+  // Counted here, on the accepting thread, before the next accept reads the gauge
+  // against GATEWAY_MAX_CONNECTIONS (a coroutine that has not run yet would not be).
+  if (!counted) app.stats.http_connections_open++;
   auto executor = socket.get_executor();
   net::co_spawn(executor, serve_connection(beast::tcp_stream(std::move(socket)), app, std::move(pending), counted),
-                [](std::exception_ptr e) {
+                [&app](std::exception_ptr e) {
                   if (!e) return;
+                  // close_connection was not reached; the socket closes with the coroutine.
+                  app.stats.http_connections_open--;
                   try {
                     std::rethrow_exception(e);
                   } catch (const std::exception& ex) {

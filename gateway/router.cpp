@@ -9,6 +9,7 @@
 #include "core/api_error.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/store_executor.hpp"
+#include "gateway/access_log.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/cors.hpp"
 #include "gateway/json_response.hpp"
@@ -159,11 +160,11 @@ awaitable<handler_result> router::route_request(request_context& ctx, const std:
     co_return error_response({core::error_code::unavailable, "storage is overloaded, retry later"}, version);
   } catch (const core::store_error& e) {
     spdlog::error("storage error request_id={} on {} {}: {}", ctx.request_id, std::string(http::to_string(ctx.req.method())),
-                  std::string(ctx.req.target()), e.what());
+                  loggable_path(ctx.req.target()), e.what());
     co_return error_response({core::error_code::unavailable, "storage is unavailable"}, version);
   } catch (const std::exception& e) {
     spdlog::error("internal error request_id={} on {} {}: {}", ctx.request_id, std::string(http::to_string(ctx.req.method())),
-                  std::string(ctx.req.target()), e.what());
+                  loggable_path(ctx.req.target()), e.what());
     co_return error_response({core::error_code::internal, "internal error"}, version);
   }
 }

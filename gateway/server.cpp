@@ -32,6 +32,7 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       signals_(io_.primary(), SIGINT, SIGTERM) {
   // The agents' upstream client and profiles, before the first request can make an agent.
   core::install_agent_environment(make_agent_environment(config, tools_));
+  runs_.limit_runs(config.max_runs);
   register_routes(app_);
   boost::system::error_code ec;
   auto address = net::ip::make_address(config.host, ec);

@@ -99,11 +99,36 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
     co_return co_await std::move(resolving);
   }
   auto r = reserved.created;
-  auto persisting = persist_user_message(channel, r, session, request, hash);
-  auto started = co_await std::move(persisting);
-  if (started.existing_key) co_return attach(session, *started.existing_key, hash);
-  launch(channel, r, std::move(session), std::move(started), request.callback_url, request.request_id);
-  co_return run_start{channel, r->id(), r->events_before(), false};
+  // Counted from here, not from when the run's coroutine first runs: a burst of POSTs
+  // all finding room, or a drain seeing no run while one is being persisted, would
+  // slip in between.
+  if (!admit_run()) {
+    auto releasing = release(channel, r);
+    co_await std::move(releasing);
+    throw api_error(error_code::unavailable, "too many runs in progress; retry later");
+  }
+  std::exception_ptr failure;
+  try {
+    auto persisting = persist_user_message(channel, r, session, request, hash);
+    auto started = co_await std::move(persisting);
+    if (started.existing_key) {
+      stats_.runs_admitted--;
+      co_return attach(session, *started.existing_key, hash);
+    }
+    launch(channel, r, std::move(session), std::move(started), request.callback_url, request.request_id);
+    co_return run_start{channel, r->id(), r->events_before(), false};
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  stats_.runs_admitted--;
+  std::rethrow_exception(failure);
+}
+
+bool run_service::admit_run() {
+  const auto before = stats_.runs_admitted.fetch_add(1);
+  if (max_runs_ == 0 || before < static_cast<std::int64_t>(max_runs_)) return true;
+  stats_.runs_admitted--;
+  return false;
 }
 
 net::awaitable<std::optional<std::string>> run_service::abort(std::string session_id) {
@@ -224,7 +249,9 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
                       std::move(keep),
                       std::move(request_id)};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
-  net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id()](std::exception_ptr e) {
+  // The admission (admit_run) ends with the run.
+  net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id(), &stats = stats_](std::exception_ptr e) {
+    stats.runs_admitted--;
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);
   });
 }

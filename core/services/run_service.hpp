@@ -63,6 +63,10 @@ class run_service {
   // (or its end is already decided). api_error(not_found) for an unknown session.
   boost::asio::awaitable<std::optional<std::string>> abort(std::string session_id);
 
+  // GATEWAY_MAX_RUNS: at most this many runs admitted at once (0: no limit); one more
+  // is refused with api_error(unavailable) and stores nothing. Set before serving.
+  void limit_runs(std::size_t max) { max_runs_ = max; }
+
   // Draining past its deadline: asks every live run to stop at its next step (each
   // then ends as an abort does: persisted as aborted, done sent). Returns at once.
   void abort_all();
@@ -76,6 +80,8 @@ class run_service {
   boost::asio::awaitable<started_run> persist_user_message(const std::shared_ptr<session_channel>& channel,
                                                            const std::shared_ptr<run>& r, const session_record& session,
                                                            const start_request& request, const std::string& hash);
+  // Counts one more run in metrics::runs_admitted, unless that is over the limit.
+  bool admit_run();
   void launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
               started_run started, std::optional<std::string> callback_url, std::string request_id);
   run_start attach(const session_record& session, const idempotency_record& key, const std::string& hash) const;
@@ -86,6 +92,7 @@ class run_service {
   metrics& stats_;
   const clock& clock_;
   std::function<void()> outbox_written_;
+  std::size_t max_runs_ = 0;
   // Shared with the runs, which give their conversation back when they end.
   std::shared_ptr<conversation_cache> conversations_ = std::make_shared<conversation_cache>();
 };

@@ -73,9 +73,6 @@ awaitable<handler_result> post_message(request_context& ctx) {
   message.idempotency_key = idempotency_key(ctx.req);
   message.request_id = ctx.request_id;
   if (app.draining) throw api_error(error_code::unavailable, "the server is draining; retry on another instance");
-  // GATEWAY_MAX_RUNS (a soft bound: runs starting at the same instant may pass it by a few).
-  if (app.config.max_runs && app.stats.runs_live.load() >= static_cast<std::int64_t>(app.config.max_runs))
-    throw api_error(error_code::unavailable, "too many runs in progress; retry later");
   if (message.callback_url) {
     auto checking = check_callback_url(app, *message.callback_url);
     co_await std::move(checking);

@@ -130,15 +130,62 @@ TEST_CASE("limits: GATEWAY_RATE_LIMIT answers 429 too_many_requests with Retry-A
   CHECK(c.read_reply().status == 200);
   c.send_raw(get_request("/readyz"));
   CHECK(c.read_reply().status == 200);
-  // Another API key has its own bucket.
-  c.send_raw(get_request("/sessions", "Authorization: Bearer other-key\r\n"));
-  CHECK(c.read_reply().status == 200);
+  // Without API keys a header names no bucket: a made-up key per request is still this address.
+  for (int i = 0; i < 3; ++i) {
+    c.send_raw(get_request("/sessions", "Authorization: Bearer made-up-" + std::to_string(i) + "\r\n"));
+    CHECK(c.read_reply().status == 429);
+  }
   // A token comes back after 1/rate seconds.
   std::this_thread::sleep_for(1100ms);
   c.send_raw(get_request("/sessions"));
   CHECK(c.read_reply().status == 200);
   c.send_raw(get_request("/sessions"));
   CHECK(c.read_reply().status == 429);
+}
+
+TEST_CASE("limits: with API keys each valid key has its own rate bucket; unknown keys count against the address") {
+  const std::string one = "key-one-0123456789abcdef", two = "key-two-0123456789abcdef";
+  gateway_process gw(
+      gateway_process::env_map{{"GATEWAY_RATE_LIMIT", "1"}, {"GATEWAY_RATE_BURST", "2"}, {"GATEWAY_API_KEYS", one + "," + two}});
+  http_client c(gw.port());
+  auto with_key = [](const std::string& key) { return "Authorization: Bearer " + key + "\r\n"; };
+  for (int i = 0; i < 2; ++i) {
+    c.send_raw(get_request("/sessions", with_key(one)));
+    REQUIRE(c.read_reply().status == 200);
+  }
+  c.send_raw(get_request("/sessions", with_key(one)));
+  CHECK(c.read_reply().status == 429);
+  c.send_raw(get_request("/sessions", with_key(two)));
+  CHECK(c.read_reply().status == 200);
+  // A new unknown key per request makes no new bucket: the address's burst, then 429.
+  std::vector<unsigned> statuses;
+  for (int i = 0; i < 4; ++i) {
+    c.send_raw(get_request("/sessions", with_key("unknown-key-" + std::to_string(i) + "-0123456789")));
+    statuses.push_back(c.read_reply().status);
+  }
+  CHECK(statuses == std::vector<unsigned>{401, 401, 429, 429});
+}
+
+TEST_CASE("limits: GATEWAY_MAX_RUNS holds under a burst: of 12 runs asked for at once, exactly 2 start") {
+  gateway_process gw(gateway_process::env_map{{"GATEWAY_MAX_RUNS", "2"}});
+  std::vector<std::string> sessions;
+  for (int i = 0; i < 12; ++i) sessions.push_back(create_mock_session(gw.port(), R"({"tokens":1000,"tokens_per_second":20})"));
+  std::vector<std::unique_ptr<sse_reader>> readers(sessions.size());
+  std::vector<std::thread> posting;
+  for (std::size_t i = 0; i < sessions.size(); ++i)
+    posting.emplace_back([&, i] { readers[i] = start_message(gw.port(), sessions[i], "burst"); });
+  for (auto& t : posting) t.join();
+  std::size_t started = 0, refused = 0;
+  for (const auto& r : readers) {
+    if (r->head.status == 200) ++started;
+    if (r->head.status == 503) ++refused;
+  }
+  CHECK(started == 2);
+  CHECK(refused == 10);
+  // The refused ones stored nothing.
+  std::size_t with_messages = 0;
+  for (const auto& id : sessions) with_messages += get_messages(gw.port(), id).empty() ? 0 : 1;
+  CHECK(with_messages == 2);
 }
 
 TEST_CASE("limits: 500 slowloris connections do not slow a normal client, and the header timeout closes them") {
