@@ -129,6 +129,7 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
   const auto options = parse_mock_options(ctx.config().if_contains("mock"));
   auto& usage = ctx.usage();
   usage.provider = "mock";
+  usage.estimated_cost = 0.0;  // the mock costs nothing: a known price
   usage.model = ctx.config().contains("model") && ctx.config().at("model").is_string()
                     ? std::string(ctx.config().at("model").get_string())
                     : "mock";

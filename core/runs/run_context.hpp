@@ -21,7 +21,7 @@ namespace agw::core {
 struct usage_figures {
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
-  double estimated_cost = 0;
+  std::optional<double> estimated_cost;  // nullopt: no price known for the model (published as null)
   std::string provider;
   std::string model;
 };

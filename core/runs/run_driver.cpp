@@ -49,7 +49,7 @@ void publish_ending(run_context& ctx, bool aborted) {
   usage.output_tokens = std::max(usage.output_tokens, ctx.tokens_streamed());
   ctx.publish(event_type::usage, {{"input_tokens", usage.input_tokens},
                                   {"output_tokens", usage.output_tokens},
-                                  {"estimated_cost", json_number(usage.estimated_cost)},
+                                  {"estimated_cost", usage.estimated_cost ? json_number(*usage.estimated_cost) : boost::json::value(nullptr)},
                                   {"provider", usage.provider},
                                   {"model", usage.model}});
 }

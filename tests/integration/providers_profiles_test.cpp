@@ -55,8 +55,11 @@ TEST_CASE("providers: agent_name picks a profile; the session's config overrides
   CHECK(o->parser.tokens() == "tok0 tok1 tok2 tok3");
   CHECK(o->parser.last("usage")->obj().at("estimated_cost").to_number<double>() == doctest::Approx(25.0));
 
+  // No price for its model: estimated_cost is null, not 0.
   const auto keyed = runs::create_session(gw.port(), R"({"agent_name":"keyed"})");
-  runs::run_message(gw.port(), keyed, "hi");
+  auto k = runs::run_message(gw.port(), keyed, "hi");
+  REQUIRE(k->parser.last("usage"));
+  CHECK(k->parser.last("usage")->obj().at("estimated_cost").is_null());
   CHECK(upstream_requests(fake).back().at("authorization") == "Bearer sk-profile");
 
   // No profile named: the default (mock) agent, no file needed.
