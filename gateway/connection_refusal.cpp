@@ -29,21 +29,23 @@ const std::string& refusal_bytes() {
 awaitable<void> answer_and_close(beast::tcp_stream stream, app_context& app) {
   stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(app.config.write_timeout));
   auto [wec, wn] = co_await net::async_write(stream, net::buffer(refusal_bytes()), use_tuple);
-  if (!wec) {
-    beast::error_code ignored;
-    stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
-    stream.expires_after(refusal_linger);
-    std::array<char, 4096> discard;
-    for (;;) {
-      auto [rec, rn] = co_await stream.async_read_some(net::buffer(discard), use_tuple);
-      if (rec) break;
-    }
-  }
+  if (!wec) co_await linger_before_close(stream);
   beast::error_code ignored;
   stream.socket().close(ignored);
 }
 
 }  // namespace
+
+awaitable<void> linger_before_close(beast::tcp_stream& stream) {
+  beast::error_code ignored;
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  stream.expires_after(refusal_linger);
+  std::array<char, 4096> discard;
+  for (;;) {
+    auto [rec, rn] = co_await stream.async_read_some(net::buffer(discard), use_tuple);
+    if (rec) break;  // the client's EOF, a reset, or the linger's end
+  }
+}
 
 void refuse_connection(net::ip::tcp::socket socket, app_context& app) {
   app.stats.http_responses_5xx++;

@@ -13,6 +13,7 @@
 
 #include "gateway/access_log.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/connection_refusal.hpp"
 #include "gateway/json_response.hpp"
 #include "gateway/rate_limiter.hpp"
 #include "gateway/request_id.hpp"
@@ -62,7 +63,10 @@ awaitable<void> reject(beast::tcp_stream& stream, app_context& app, response& re
   app.stats.http_responses_4xx++;
   ex.log(app, res.result_int(), res.body().size());
   stream.expires_after(to_duration(app.config.write_timeout));
-  co_await http::async_write(stream, res, use_tuple);
+  auto [wec, wn] = co_await http::async_write(stream, res, use_tuple);
+  // The request may not have been read whole (a 413, a 431): closing on unread bytes
+  // would send a reset that can destroy this answer before the client reads it.
+  if (!wec) co_await linger_before_close(stream);
 }
 
 response refusal(core::error_code code, const std::string& message, unsigned version) {
