@@ -14,6 +14,7 @@
 #include "gateway/access_log.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/connection_refusal.hpp"
+#include "gateway/cors.hpp"
 #include "gateway/json_response.hpp"
 #include "gateway/rate_limiter.hpp"
 #include "gateway/request_id.hpp"
@@ -296,6 +297,8 @@ std::optional<response> over_rate(app_context& app, const request& req, std::str
   if (wait == 0) return std::nullopt;
   auto res = error_response({core::error_code::too_many_requests, "request rate over the limit; retry later"}, req.version());
   res.set(http::field::retry_after, std::to_string(wait));
+  // A browser reads Retry-After only from an answer its CORS rules let it see.
+  add_cors_headers(app.config, req, res.base());
   return res;
 }
 

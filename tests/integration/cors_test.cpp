@@ -121,3 +121,15 @@ TEST_CASE("cors: '*' allows any origin without credentials; CORS off adds nothin
   CHECK(bad.status > 0);
   CHECK(bad.output.find("GATEWAY_CORS_ORIGINS") != std::string::npos);
 }
+
+TEST_CASE("cors: a 429 to an allowed origin carries Allow-Origin, so the browser can read its Retry-After") {
+  gateway_process gw(
+      gateway_process::env_map{{"GATEWAY_CORS_ORIGINS", allowed}, {"GATEWAY_RATE_LIMIT", "1"}, {"GATEWAY_RATE_BURST", "1"}});
+  const std::vector<std::pair<std::string, std::string>> from_app{{"Origin", allowed}};
+  REQUIRE(http_call(gw.port(), "GET", "/sessions", {}, from_app).status == 200);
+  auto limited = http_call(gw.port(), "GET", "/sessions", {}, from_app);
+  REQUIRE(limited.status == 429);
+  CHECK(limited.header("Access-Control-Allow-Origin") == allowed);
+  CHECK(lists(limited.header("Access-Control-Expose-Headers"), "Retry-After"));
+  CHECK(!limited.header("Retry-After").empty());
+}
