@@ -56,3 +56,13 @@ if [ "$(cat "$openapi_stamp" 2>/dev/null)" != "$openapi_sum" ]; then
   (cd "$openapi_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$openapi_sum" > "$openapi_stamp"
 fi
+
+# tests/frontends/ag-ui's node_modules (@ag-ui/client, the AG-UI client tests), the same way.
+ag_ui_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/frontends/ag-ui"
+ag_ui_sum="$(cat "$ag_ui_dir/package-lock.json" "$ag_ui_dir/package.json" | sha256sum | cut -d' ' -f1)"
+ag_ui_stamp="$ag_ui_dir/node_modules/.setup-lock.sha256"
+if [ "$(cat "$ag_ui_stamp" 2>/dev/null)" != "$ag_ui_sum" ]; then
+  echo "setup: npm ci in tests/frontends/ag-ui"
+  (cd "$ag_ui_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$ag_ui_sum" > "$ag_ui_stamp"
+fi

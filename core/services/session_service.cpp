@@ -31,6 +31,21 @@ net::awaitable<session_view> session_service::create(boost::json::value body) {
   co_return session_view{std::move(s), std::nullopt};
 }
 
+net::awaitable<session_record> session_service::find_or_create(std::string id, boost::json::value body) {
+  check_id(id);
+  auto s = parse_session_create(body);
+  s.id = id;
+  s.thread_id = new_uuid();
+  s.created_at_ms = s.updated_at_ms = clock_.wall_ms();
+  // Looked up and inserted in one write job: two requests for a new id make one session.
+  auto find_or_insert = [s](store_connection& c) {
+    if (auto found = c.find_session(s.id)) return *found;
+    c.insert_session(s);
+    return s;
+  };
+  co_return co_await store_.async_write(std::move(find_or_insert), net::use_awaitable);
+}
+
 net::awaitable<session_list> session_service::list(session_filter filter) {
   auto read = [filter](store_connection& c) { return c.list_sessions(filter); };
   auto page = co_await store_.async_read(std::move(read), net::use_awaitable);

@@ -44,6 +44,9 @@ class session_service {
 
   // POST /sessions: the body's fields validated (api_error(bad_request)), ids and times assigned.
   boost::asio::awaitable<session_view> create(boost::json::value body);
+  // The session `id` (a UUID: check_id), created from `body` as create() does when it does
+  // not exist yet (POST /ag-ui names sessions by the client's threadId).
+  boost::asio::awaitable<session_record> find_or_create(std::string id, boost::json::value body);
   boost::asio::awaitable<session_list> list(session_filter filter);
   // api_error(not_found) when there is no such session, here and below.
   boost::asio::awaitable<session_view> get(std::string id);

@@ -27,6 +27,10 @@ awaitable<handler_result> session_events_head(request_context& ctx);
 // POST /sessions/{id}/stream-token: a short-lived token for ?token= on that session's /events.
 awaitable<handler_result> issue_stream_token(request_context& ctx);
 
+// AG-UI (gateway/api/ag_ui_handlers.cpp): POST /ag-ui/{id}, and POST /ag-ui (threadId names the session).
+awaitable<handler_result> ag_ui_run_session(request_context& ctx);
+awaitable<handler_result> ag_ui_run(request_context& ctx);
+
 awaitable<handler_result> list_webhooks(request_context& ctx);
 awaitable<handler_result> redeliver_webhook(request_context& ctx);
 

@@ -25,6 +25,8 @@ void register_routes(app_context& app) {
   r.add(verb::post, "/sessions/{}/stream-token", api::issue_stream_token);
   r.add(verb::get, "/sessions/{}/webhooks", api::list_webhooks);
   r.add(verb::post, "/sessions/{}/webhooks/{}/redeliver", api::redeliver_webhook);
+  r.add(verb::post, "/ag-ui", api::ag_ui_run);
+  r.add(verb::post, "/ag-ui/{}", api::ag_ui_run_session);
 }
 
 }  // namespace agw::gateway

@@ -35,6 +35,8 @@ struct stream_plan {
   bool announce = false;               // send `reconnected` first
   enum class end { at_run_done, after_replay_or_live_run, never } ending = end::never;
   std::string run_id;  // for at_run_done
+  // Another wire encoding (AG-UI): the frames go through it, and no `retry:` line is sent.
+  std::shared_ptr<frame_encoder> encoder;
 };
 
 // The decision made on the channel's strand, where the live run and the last id are exact.
@@ -65,7 +67,7 @@ std::int64_t parse_cursor(std::string_view text) {
 
 // Writes the response head and hands the socket to the subscribed stream.
 void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel>& channel, const std::string& session_id,
-               const subscription& sub) {
+               const subscription& sub, bool encoded) {
   auto& app = ctx.app;
   http::response<http::empty_body> head{http::status::ok, ctx.req.version()};
   head.set(http::field::content_type, "text/event-stream");
@@ -94,8 +96,8 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
       close_connection(socket, app);
   };
   ctx.stream_taken = true;
-  sub.stream->start(ctx.stream.release_socket(), header_text(head), core::retry_line(app.config.sse_retry_interval), chunked,
-                    std::move(on_end));
+  auto preamble = encoded ? std::string() : core::retry_line(app.config.sse_retry_interval);
+  sub.stream->start(ctx.stream.release_socket(), header_text(head), std::move(preamble), chunked, std::move(on_end));
 }
 
 // Where the stream ends, by the plan: after the given run's done, after the replay (or
@@ -129,6 +131,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   sse_stream::options opts;
   opts.heartbeat = to_duration(app.config.sse_heartbeat_interval);
   opts.write_timeout = to_duration(app.config.write_timeout);
+  opts.encoder = plan.encoder;
   // One timer for every stream of this io_context (it lives as long as the context).
   auto* wheel = &heartbeat_wheel::of(executor, heartbeat_wheel::tick_for(opts.heartbeat, opts.write_timeout));
 
@@ -163,7 +166,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   if (sub.cursor_beyond)
     throw api_error(error_code::bad_request,
                     "Last-Event-ID is beyond the session's last event id " + std::to_string(sub.last_event_id));
-  hand_over(ctx, channel, session_id, sub);
+  hand_over(ctx, channel, session_id, sub, plan.encoder != nullptr);
   co_return std::nullopt;
 }
 
@@ -175,6 +178,17 @@ awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core:
   plan.cursor = after_id;
   plan.ending = stream_plan::end::at_run_done;
   plan.run_id = run_id;
+  co_return co_await open_stream(ctx, std::move(channel), session_id, plan);
+}
+
+awaitable<handler_result> stream_run_encoded(request_context& ctx, std::shared_ptr<core::session_channel> channel,
+                                             const std::string& session_id, const std::string& run_id, std::int64_t after_id,
+                                             std::shared_ptr<frame_encoder> encoder) {
+  stream_plan plan;
+  plan.cursor = after_id;
+  plan.ending = stream_plan::end::at_run_done;
+  plan.run_id = run_id;
+  plan.encoder = std::move(encoder);
   co_return co_await open_stream(ctx, std::move(channel), session_id, plan);
 }
 

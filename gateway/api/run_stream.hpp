@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/runs/session_channel.hpp"
+#include "gateway/encodings/frame_encoder.hpp"
 #include "gateway/router.hpp"
 
 namespace agw::gateway::api {
@@ -16,6 +17,12 @@ namespace agw::gateway::api {
 // or (an Idempotency-Key retry) that run's events from its start, replayed if it ended.
 awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core::session_channel> channel,
                                      const std::string& session_id, const std::string& run_id, std::int64_t after_id);
+
+// The same stream in another wire encoding (AG-UI): each frame goes through `encoder`
+// (this stream's own), and no `retry:` line opens it.
+awaitable<handler_result> stream_run_encoded(request_context& ctx, std::shared_ptr<core::session_channel> channel,
+                                             const std::string& session_id, const std::string& run_id, std::int64_t after_id,
+                                             std::shared_ptr<frame_encoder> encoder);
 
 // POST /messages with Last-Event-ID: replay after N, then the live run to its done (or end).
 awaitable<handler_result> resume_run_stream(request_context& ctx);

@@ -636,3 +636,30 @@ TEST_CASE("sse_stream: a heartbeat the socket cannot take goes through the write
 }
 
 }  // namespace
+
+namespace {
+// A stand-in encoding: one line per frame naming its id and type.
+struct line_encoder final : agw::gateway::frame_encoder {
+  void encode(const agw::core::event_frame& f, std::string& out) override {
+    out += "E" + std::to_string(f.id) + " " + std::string(f.type_name()) + "\n";
+  }
+};
+}  // namespace
+
+TEST_CASE("sse_stream: with an encoder (AG-UI's seam) the frames are written in its encoding, skips and the end unchanged") {
+  auto opts = options_with(/*after_id=*/1);
+  opts.until_run = "r1";
+  opts.encoder = std::make_shared<line_encoder>();
+  harness h(opts);
+  h.start();
+  CHECK(h.fresh() == head_11 + chunk(preamble));
+  h.stream->deliver(batch({token(1), token(2), token(3)}));
+  h.io.poll();
+  CHECK(h.fresh() == chunk("E2 token\nE3 token\n"));
+  h.stream->deliver(batch({token(3), done(4), token(5)}));
+  h.io.poll();
+  CHECK(h.fresh() == chunk("E4 done\n") + std::string(last_chunk));
+  REQUIRE(h.ends.size() == 1);
+  CHECK(h.ends[0].why == sse_end_reason::run_done);
+  CHECK(h.ends[0].reusable);
+}
