@@ -39,6 +39,7 @@
 
 #include "core/events/subscriber.hpp"
 #include "core/metrics.hpp"
+#include "gateway/encodings/stream_encoder.hpp"
 #include "gateway/heartbeat_wheel.hpp"
 #include "gateway/http_types.hpp"
 
@@ -51,6 +52,9 @@ struct sse_stream_options {
   std::int64_t after_id = 0;             // frames with ids up to this are skipped
   std::optional<std::string> until_run;  // end after this run's done
   std::optional<std::int64_t> until_id;  // end once this id was sent (a replay with no live run)
+  // Another wire encoding (the AI SDK's UI message stream): frames are written as it
+  // encodes them instead of as their own SSE text. None: the contract's SSE.
+  std::shared_ptr<stream_encoder> encoder;
 };
 enum class sse_end_reason { run_done, client_gone, stalled, closed };
 
@@ -109,6 +113,7 @@ class basic_sse_stream final : public core::subscriber,
   std::vector<core::frame_batch> in_write_;  // what the write in flight points into
   std::vector<net::const_buffer> pieces_;    // that write's buffers
   std::string head_;                         // the header (and preamble) until written
+  std::string encoded_;                      // with an encoder: the write in flight's bytes
   char chunk_size_[20];
   std::atomic<std::size_t> queued_{0};
   std::function<void()> drained_;  // the channel waits for the queue to be written

@@ -148,6 +148,7 @@ void basic_sse_stream<Stream>::write_more() {
   if (!head_.empty()) pieces_.push_back(net::buffer(head_));
   const std::size_t body_from = pieces_.size();
   frames_in_write_ = 0;
+  encoded_.clear();
   // Everything queued goes out in one write (one syscall), skipping ids already sent.
   for (auto& batch : queue_) {
     queued_ -= batch->size();
@@ -155,6 +156,7 @@ void basic_sse_stream<Stream>::write_more() {
     in_write_.push_back(std::move(batch));
   }
   queue_.clear();
+  if (!encoded_.empty()) pieces_.push_back(net::buffer(encoded_));
   if (opts_.until_id && last_sent_ >= *opts_.until_id) reached_end_ = true;
   // Told to end: after what was queued, with the last chunk, like a run's end.
   if (closed_) reached_end_ = true;
@@ -195,12 +197,15 @@ void basic_sse_stream<Stream>::gather(const core::frame_batch& batch) {
       last_sent_ = f->id;
       ++frames_in_write_;
     }
-    pieces_.push_back(net::buffer(f->sse));
+    if (opts_.encoder)
+      opts_.encoder->encode(*f, encoded_);  // one buffer for the write, added by write_more
+    else
+      pieces_.push_back(net::buffer(f->sse));
     if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run)
       reached_end_ = true;
   }
   // The usual case: the batch's joined text, one buffer instead of one per frame.
-  if (whole && pieces_.size() > first_piece + 1) {
+  if (whole && !opts_.encoder && pieces_.size() > first_piece + 1) {
     pieces_.resize(first_piece);
     pieces_.push_back(net::buffer(batch->joined));
   }

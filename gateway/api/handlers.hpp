@@ -27,6 +27,11 @@ awaitable<handler_result> session_events_head(request_context& ctx);
 // POST /sessions/{id}/stream-token: a short-lived token for ?token= on that session's /events.
 awaitable<handler_result> issue_stream_token(request_context& ctx);
 
+// The AI SDK's useChat: POST /sessions/{id}/chat starts a run answered as a UI message
+// stream; GET /sessions/{id}/chat/stream resumes the live one (204 when none).
+awaitable<handler_result> post_chat(request_context& ctx);
+awaitable<handler_result> resume_chat_stream(request_context& ctx);
+
 awaitable<handler_result> list_webhooks(request_context& ctx);
 awaitable<handler_result> redeliver_webhook(request_context& ctx);
 
