@@ -150,3 +150,18 @@ TEST_CASE("chat: bad bodies are 4xx with the error body and store nothing") {
   CHECK(get_messages(gw.port(), sid).empty());
   CHECK(get_json(gw.port(), "/sessions/" + sid).at("run").is_null());
 }
+
+TEST_CASE("chat: an Idempotency-Key retry stores nothing and gets the same run's stream again") {
+  gateway_process gw;
+  const std::string sid = create_session(gw.port());
+  const header_list headers{{"Content-Type", "application/json"}, {"Idempotency-Key", "chat-retry-1"}};
+  auto first = http_call(gw.port(), "POST", chat_path(sid), chat_body("once only"), headers);
+  REQUIRE(first.status == 200);
+  auto again = http_call(gw.port(), "POST", chat_path(sid), chat_body("once only"), headers);
+  REQUIRE(again.status == 200);
+  CHECK(again.header("X-Run-Id") == first.header("X-Run-Id"));
+  CHECK(again.body == first.body);  // the ended run's events replayed, encoded the same way
+  CHECK(get_messages(gw.port(), sid).size() == 2);
+  auto mismatch = http_call(gw.port(), "POST", chat_path(sid), chat_body("something else"), headers);
+  check_error(mismatch, 422, "idempotency_mismatch");
+}
