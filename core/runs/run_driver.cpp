@@ -47,11 +47,12 @@ void publish_ending(run_context& ctx, bool aborted) {
     ctx.publish(event_type::error, {{"code", ctx.failure()->code}, {"message", ctx.failure()->message}});
   auto& usage = ctx.usage();
   usage.output_tokens = std::max(usage.output_tokens, ctx.tokens_streamed());
-  ctx.publish(event_type::usage, {{"input_tokens", usage.input_tokens},
-                                  {"output_tokens", usage.output_tokens},
-                                  {"estimated_cost", usage.estimated_cost ? json_number(*usage.estimated_cost) : boost::json::value(nullptr)},
-                                  {"provider", usage.provider},
-                                  {"model", usage.model}});
+  ctx.publish(event_type::usage,
+              {{"input_tokens", usage.input_tokens},
+               {"output_tokens", usage.output_tokens},
+               {"estimated_cost", usage.estimated_cost ? json_number(*usage.estimated_cost) : boost::json::value(nullptr)},
+               {"provider", usage.provider},
+               {"model", usage.model}});
 }
 
 // Persists the answer (with the callback's outbox row, in one transaction), then
