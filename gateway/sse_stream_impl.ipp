@@ -205,7 +205,7 @@ void basic_sse_stream<Stream>::gather(const core::frame_batch& batch) {
       reached_end_ = true;
   }
   // The usual case: the batch's joined text, one buffer instead of one per frame.
-  if (whole && pieces_.size() > first_piece + 1) {
+  if (whole && !opts_.encoder && pieces_.size() > first_piece + 1) {
     pieces_.resize(first_piece);
     pieces_.push_back(net::buffer(batch->joined));
   }

@@ -47,6 +47,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
   echo "$lock_sum" > "$stamp"
 fi
 
+# tests/frontends/ai-sdk's node_modules (the AI SDK, ai@6), the same way.
+aisdk_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/frontends/ai-sdk"
+aisdk_sum="$(cat "$aisdk_dir/package-lock.json" "$aisdk_dir/package.json" | sha256sum | cut -d' ' -f1)"
+aisdk_stamp="$aisdk_dir/node_modules/.setup-lock.sha256"
+if [ "$(cat "$aisdk_stamp" 2>/dev/null)" != "$aisdk_sum" ]; then
+  echo "setup: npm ci in tests/frontends/ai-sdk"
+  (cd "$aisdk_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$aisdk_sum" > "$aisdk_stamp"
+fi
+
 # tests/openapi's node_modules (@redocly/cli lints docs/openapi.yaml), the same way.
 openapi_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/openapi"
 openapi_sum="$(cat "$openapi_dir/package-lock.json" "$openapi_dir/package.json" | sha256sum | cut -d' ' -f1)"

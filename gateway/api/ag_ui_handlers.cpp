@@ -143,8 +143,12 @@ awaitable<handler_result> start_ag_ui_run(request_context& ctx, core::session_re
   const std::string session_id = session.id;
   auto starting = app.runs.start(std::move(session), std::move(message));
   auto started = co_await std::move(starting);
-  auto encoder = std::make_shared<ag_ui_encoder>(session_id, in.run_id.value_or(started.run_id), started.run_id);
-  co_return co_await stream_run_encoded(ctx, started.channel, session_id, started.run_id, started.after_id, std::move(encoder));
+  stream_wire wire;
+  wire.make_encoder = [session_id, thread_run = in.run_id.value_or(started.run_id), run_id = started.run_id] {
+    return std::make_shared<ag_ui_encoder>(session_id, thread_run, run_id);
+  };
+  wire.retry_line = false;
+  co_return co_await stream_run(ctx, started.channel, session_id, started.run_id, started.after_id, std::move(wire));
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ awaitable<handler_result> issue_stream_token(request_context& ctx);
 // AG-UI (gateway/api/ag_ui_handlers.cpp): POST /ag-ui/{id}, and POST /ag-ui (threadId names the session).
 awaitable<handler_result> ag_ui_run_session(request_context& ctx);
 awaitable<handler_result> ag_ui_run(request_context& ctx);
+// The AI SDK's useChat: POST /sessions/{id}/chat starts a run answered as a UI message
+// stream; GET /sessions/{id}/chat/stream resumes the live one (204 when none).
+awaitable<handler_result> post_chat(request_context& ctx);
+awaitable<handler_result> resume_chat_stream(request_context& ctx);
 
 awaitable<handler_result> list_webhooks(request_context& ctx);
 awaitable<handler_result> redeliver_webhook(request_context& ctx);

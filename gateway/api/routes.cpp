@@ -23,6 +23,8 @@ void register_routes(app_context& app) {
   r.add(verb::get, "/sessions/{}/events", api::session_events);
   r.add(verb::head, "/sessions/{}/events", api::session_events_head);
   r.add(verb::post, "/sessions/{}/stream-token", api::issue_stream_token);
+  r.add(verb::post, "/sessions/{}/chat", api::post_chat);
+  r.add(verb::get, "/sessions/{}/chat/stream", api::resume_chat_stream);
   r.add(verb::get, "/sessions/{}/webhooks", api::list_webhooks);
   r.add(verb::post, "/sessions/{}/webhooks/{}/redeliver", api::redeliver_webhook);
   r.add(verb::post, "/ag-ui", api::ag_ui_run);

@@ -17,6 +17,7 @@
 #include "gateway/cors.hpp"
 #include "gateway/heartbeat_wheel.hpp"
 #include "gateway/http_connection.hpp"
+#include "gateway/json_response.hpp"
 #include "gateway/sse_stream.hpp"
 
 namespace agw::gateway::api {
@@ -34,9 +35,9 @@ struct stream_plan {
   std::optional<std::int64_t> cursor;  // Last-Event-ID; none: live events only
   bool announce = false;               // send `reconnected` first
   enum class end { at_run_done, after_replay_or_live_run, never } ending = end::never;
-  std::string run_id;  // for at_run_done
-  // Another wire encoding (AG-UI): the frames go through it, and no `retry:` line is sent.
-  std::shared_ptr<frame_encoder> encoder;
+  std::string run_id;          // for at_run_done
+  bool from_live_run = false;  // the cursor is the live run's start (none live: no stream)
+  stream_wire wire;            // the encoding
 };
 
 // The decision made on the channel's strand, where the live run and the last id are exact.
@@ -44,6 +45,7 @@ struct subscription {
   std::shared_ptr<sse_stream> stream;
   std::string run_id;  // the run the stream follows, if any
   bool cursor_beyond = false;
+  bool no_live_run = false;  // from_live_run, and none is live
   std::int64_t last_event_id = 0;
 };
 
@@ -67,7 +69,7 @@ std::int64_t parse_cursor(std::string_view text) {
 
 // Writes the response head and hands the socket to the subscribed stream.
 void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel>& channel, const std::string& session_id,
-               const subscription& sub, bool encoded) {
+               const subscription& sub, const stream_wire& wire) {
   auto& app = ctx.app;
   http::response<http::empty_body> head{http::status::ok, ctx.req.version()};
   head.set(http::field::content_type, "text/event-stream");
@@ -76,6 +78,7 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
   head.set(http::field::content_location, "/sessions/" + session_id + "/events");
   if (!sub.run_id.empty()) head.set("X-Run-Id", sub.run_id);
   head.set("X-Request-Id", ctx.request_id);
+  for (const auto& [name, value] : wire.headers) head.set(name, value);
   add_cors_headers(app.config, ctx.req, head.base());
   // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
   const bool chunked = ctx.req.version() >= 11;
@@ -96,7 +99,7 @@ void hand_over(request_context& ctx, const std::shared_ptr<core::session_channel
       close_connection(socket, app);
   };
   ctx.stream_taken = true;
-  auto preamble = encoded ? std::string() : core::retry_line(app.config.sse_retry_interval);
+  auto preamble = wire.retry_line ? core::retry_line(app.config.sse_retry_interval) : std::string();
   sub.stream->start(ctx.stream.release_socket(), header_text(head), std::move(preamble), chunked, std::move(on_end));
 }
 
@@ -131,7 +134,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   sse_stream::options opts;
   opts.heartbeat = to_duration(app.config.sse_heartbeat_interval);
   opts.write_timeout = to_duration(app.config.write_timeout);
-  opts.encoder = plan.encoder;
+  if (plan.wire.make_encoder) opts.encoder = plan.wire.make_encoder();
   // One timer for every stream of this io_context (it lives as long as the context).
   auto* wheel = &heartbeat_wheel::of(executor, heartbeat_wheel::tick_for(opts.heartbeat, opts.write_timeout));
 
@@ -141,6 +144,15 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
     // The stored last id moves with the commit, a moment before the channel releases the
     // batch: a client may already have read an id up to the last one assigned (GET
     // /sessions/{id}). Such a cursor is valid; the stream skips ids up to it.
+    if (plan.from_live_run) {
+      auto live = channel->live_run();
+      if (!live) {
+        out.no_live_run = true;
+        co_return out;
+      }
+      plan.cursor = live->events_before();
+      plan.run_id = live->id();
+    }
     const std::int64_t known = std::max(out.last_event_id, channel->last_assigned_id());
     if (plan.cursor && *plan.cursor > known) {
       out.cursor_beyond = true;
@@ -163,33 +175,35 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   };
   auto deciding = net::co_spawn(channel->strand(), decide(), net::use_awaitable);
   auto sub = co_await std::move(deciding);
+  if (sub.no_live_run) co_return empty_response(http::status::no_content, ctx.req.version());
   if (sub.cursor_beyond)
     throw api_error(error_code::bad_request,
                     "Last-Event-ID is beyond the session's last event id " + std::to_string(sub.last_event_id));
-  hand_over(ctx, channel, session_id, sub, plan.encoder != nullptr);
+  hand_over(ctx, channel, session_id, sub, plan.wire);
   co_return std::nullopt;
 }
 
 }  // namespace
 
 awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core::session_channel> channel,
-                                     const std::string& session_id, const std::string& run_id, std::int64_t after_id) {
+                                     const std::string& session_id, const std::string& run_id, std::int64_t after_id,
+                                     stream_wire wire) {
   stream_plan plan;
+  plan.wire = std::move(wire);
   plan.cursor = after_id;
   plan.ending = stream_plan::end::at_run_done;
   plan.run_id = run_id;
   co_return co_await open_stream(ctx, std::move(channel), session_id, plan);
 }
 
-awaitable<handler_result> stream_run_encoded(request_context& ctx, std::shared_ptr<core::session_channel> channel,
-                                             const std::string& session_id, const std::string& run_id, std::int64_t after_id,
-                                             std::shared_ptr<frame_encoder> encoder) {
+awaitable<handler_result> stream_live_run(request_context& ctx, std::shared_ptr<core::session_channel> channel,
+                                          stream_wire wire) {
   stream_plan plan;
-  plan.cursor = after_id;
+  plan.from_live_run = true;
   plan.ending = stream_plan::end::at_run_done;
-  plan.run_id = run_id;
-  plan.encoder = std::move(encoder);
-  co_return co_await open_stream(ctx, std::move(channel), session_id, plan);
+  plan.wire = std::move(wire);
+  const std::string session_id = channel->session_id();
+  co_return co_await open_stream(ctx, std::move(channel), session_id, std::move(plan));
 }
 
 awaitable<handler_result> resume_run_stream(request_context& ctx) {

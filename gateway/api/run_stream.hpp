@@ -3,9 +3,12 @@
 // stream, an idempotent retry attaching to a run, a POST resume
 // (Last-Event-ID), and the GET /events subscription. All share one
 // mechanism: subscribe to the session's channel after a cursor, then pump.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/runs/session_channel.hpp"
 #include "gateway/encodings/frame_encoder.hpp"
@@ -13,16 +16,23 @@
 
 namespace agw::gateway::api {
 
+// How a stream is written: by default the contract's SSE; a front end's protocol (AG-UI,
+// the AI SDK's UI message stream) gives its encoder, its response fields and no retry line.
+struct stream_wire {
+  std::function<std::shared_ptr<frame_encoder>()> make_encoder;  // one per stream; none: the contract's SSE
+  std::vector<std::pair<std::string, std::string>> headers;      // added to the response head
+  bool retry_line = true;                                        // the body starts with `retry:`
+};
+
 // The stream of run `run_id` from the event after `after_id` to its done: a new run's,
 // or (an Idempotency-Key retry) that run's events from its start, replayed if it ended.
 awaitable<handler_result> stream_run(request_context& ctx, std::shared_ptr<core::session_channel> channel,
-                                     const std::string& session_id, const std::string& run_id, std::int64_t after_id);
+                                     const std::string& session_id, const std::string& run_id, std::int64_t after_id,
+                                     stream_wire wire = {});
 
-// The same stream in another wire encoding (AG-UI): each frame goes through `encoder`
-// (this stream's own), and no `retry:` line opens it.
-awaitable<handler_result> stream_run_encoded(request_context& ctx, std::shared_ptr<core::session_channel> channel,
-                                             const std::string& session_id, const std::string& run_id, std::int64_t after_id,
-                                             std::shared_ptr<frame_encoder> encoder);
+// The live run's stream from its first event (replayed, then live) to its done; 204 No
+// Content when no run is live (how the AI SDK's resume asks).
+awaitable<handler_result> stream_live_run(request_context& ctx, std::shared_ptr<core::session_channel> channel, stream_wire wire);
 
 // POST /messages with Last-Event-ID: replay after N, then the live run to its done (or end).
 awaitable<handler_result> resume_run_stream(request_context& ctx);
