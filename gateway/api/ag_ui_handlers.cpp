@@ -12,6 +12,7 @@
 #include "gateway/app_context.hpp"
 #include "gateway/auth/tenant_scope.hpp"
 #include "gateway/encodings/ag_ui_encoder.hpp"
+#include "gateway/idempotency_header.hpp"
 #include "gateway/request_body.hpp"
 
 namespace agw::gateway::api {
@@ -113,18 +114,8 @@ run_agent_input parse_run_agent_input(const request& req) {
 // The Idempotency-Key header; else the runId, so a client that re-sends the same run
 // (same runId) attaches to it instead of starting another.
 std::optional<std::string> idempotency_key(const request& req, const run_agent_input& in) {
-  const auto valid = [](std::string_view key) {
-    if (key.empty() || key.size() > 255) return false;
-    for (unsigned char c : key)
-      if (c < 0x21 || c > 0x7e) return false;
-    return true;
-  };
-  if (auto it = req.find("Idempotency-Key"); it != req.end()) {
-    if (!valid(it->value()))
-      throw api_error(error_code::bad_request, "Idempotency-Key must be 1 to 255 printable ASCII characters");
-    return std::string(it->value());
-  }
-  if (in.run_id && valid(*in.run_id)) return "ag-ui:" + *in.run_id;
+  if (auto key = idempotency_key_header(req)) return key;
+  if (in.run_id && valid_idempotency_key(*in.run_id)) return "ag-ui:" + *in.run_id;
   return std::nullopt;
 }
 

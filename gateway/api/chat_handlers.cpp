@@ -12,6 +12,7 @@
 #include "gateway/api/run_stream.hpp"
 #include "gateway/app_context.hpp"
 #include "gateway/encodings/ui_message_stream.hpp"
+#include "gateway/idempotency_header.hpp"
 #include "gateway/request_body.hpp"
 
 namespace agw::gateway::api {
@@ -61,16 +62,6 @@ std::string chat_input(const request& req) {
   throw api_error(error_code::bad_request, "messages must contain a user message");
 }
 
-std::optional<std::string> idempotency_key(const request& req) {
-  auto it = req.find("Idempotency-Key");
-  if (it == req.end()) return std::nullopt;
-  std::string key(it->value());
-  if (key.empty() || key.size() > 255) throw api_error(error_code::bad_request, "Idempotency-Key must be 1 to 255 characters");
-  for (unsigned char c : key)
-    if (c < 0x21 || c > 0x7e) throw api_error(error_code::bad_request, "Idempotency-Key must be printable ASCII");
-  return key;
-}
-
 stream_wire ui_message_wire() {
   stream_wire wire;
   wire.make_encoder = [] { return std::make_shared<ui_message_encoder>(); };
@@ -85,7 +76,7 @@ awaitable<handler_result> post_chat(request_context& ctx) {
   auto& app = ctx.app;
   auto finding = app.sessions.require(ctx.param(0));
   auto session = co_await std::move(finding);
-  core::start_request message{chat_input(ctx.req), std::nullopt, idempotency_key(ctx.req)};
+  core::start_request message{chat_input(ctx.req), std::nullopt, idempotency_key_header(ctx.req)};
   message.request_id = ctx.request_id;
   if (app.draining) throw api_error(error_code::unavailable, "the server is draining; retry on another instance");
   const std::string session_id = session.id;

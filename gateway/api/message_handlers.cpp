@@ -9,6 +9,7 @@
 #include "gateway/api/handlers.hpp"
 #include "gateway/api/run_stream.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/idempotency_header.hpp"
 #include "gateway/json_response.hpp"
 #include "gateway/request_body.hpp"
 #include "gateway/webhooks/webhook_dispatcher.hpp"
@@ -38,16 +39,6 @@ core::start_request parse_message_request(const request& req) {
   return out;
 }
 
-std::optional<std::string> idempotency_key(const request& req) {
-  auto it = req.find("Idempotency-Key");
-  if (it == req.end()) return std::nullopt;
-  std::string key(it->value());
-  if (key.empty() || key.size() > 255) throw api_error(error_code::bad_request, "Idempotency-Key must be 1 to 255 characters");
-  for (unsigned char c : key)
-    if (c < 0x21 || c > 0x7e) throw api_error(error_code::bad_request, "Idempotency-Key must be printable ASCII");
-  return key;
-}
-
 // The SSRF guard at POST time: the URL's shape, then every address its host resolves
 // to. (The dispatcher checks again on the address it connects to.)
 awaitable<void> check_callback_url(app_context& app, const std::string& url) {
@@ -70,7 +61,7 @@ awaitable<handler_result> post_message(request_context& ctx) {
   auto finding = app.sessions.require(ctx.param(0));
   auto session = co_await std::move(finding);
   auto message = parse_message_request(ctx.req);
-  message.idempotency_key = idempotency_key(ctx.req);
+  message.idempotency_key = idempotency_key_header(ctx.req);
   message.request_id = ctx.request_id;
   if (app.draining) throw api_error(error_code::unavailable, "the server is draining; retry on another instance");
   if (message.callback_url) {
