@@ -37,42 +37,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# tests/browser's node_modules, exactly as its lock file says; skipped while they match.
-browser_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
-lock_sum="$(cat "$browser_dir/package-lock.json" "$browser_dir/package.json" | sha256sum | cut -d' ' -f1)"
-stamp="$browser_dir/node_modules/.setup-lock.sha256"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
-  echo "setup: npm ci in tests/browser"
-  (cd "$browser_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$lock_sum" > "$stamp"
-fi
-
-# tests/frontends/ai-sdk's node_modules (the AI SDK, ai@6), the same way.
-aisdk_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/frontends/ai-sdk"
-aisdk_sum="$(cat "$aisdk_dir/package-lock.json" "$aisdk_dir/package.json" | sha256sum | cut -d' ' -f1)"
-aisdk_stamp="$aisdk_dir/node_modules/.setup-lock.sha256"
-if [ "$(cat "$aisdk_stamp" 2>/dev/null)" != "$aisdk_sum" ]; then
-  echo "setup: npm ci in tests/frontends/ai-sdk"
-  (cd "$aisdk_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$aisdk_sum" > "$aisdk_stamp"
-fi
-
-# tests/openapi's node_modules (@redocly/cli lints docs/openapi.yaml), the same way.
-openapi_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/openapi"
-openapi_sum="$(cat "$openapi_dir/package-lock.json" "$openapi_dir/package.json" | sha256sum | cut -d' ' -f1)"
-openapi_stamp="$openapi_dir/node_modules/.setup-lock.sha256"
-if [ "$(cat "$openapi_stamp" 2>/dev/null)" != "$openapi_sum" ]; then
-  echo "setup: npm ci in tests/openapi"
-  (cd "$openapi_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$openapi_sum" > "$openapi_stamp"
-fi
-
-# tests/frontends/ag-ui's node_modules (@ag-ui/client, the AG-UI client tests), the same way.
-ag_ui_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/frontends/ag-ui"
-ag_ui_sum="$(cat "$ag_ui_dir/package-lock.json" "$ag_ui_dir/package.json" | sha256sum | cut -d' ' -f1)"
-ag_ui_stamp="$ag_ui_dir/node_modules/.setup-lock.sha256"
-if [ "$(cat "$ag_ui_stamp" 2>/dev/null)" != "$ag_ui_sum" ]; then
-  echo "setup: npm ci in tests/frontends/ag-ui"
-  (cd "$ag_ui_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$ag_ui_sum" > "$ag_ui_stamp"
-fi
+# Each Node test package's node_modules, exactly as its lock file says; skipped while
+# they match: tests/browser (playwright-core, eventsource, the openai SDK),
+# tests/openapi (@redocly/cli lints docs/openapi.yaml), tests/frontends/ag-ui
+# (@ag-ui/client) and tests/frontends/ai-sdk (ai@6).
+npm_ci_when_changed() {
+  local dir="$1" sum stamp
+  sum="$(cat "$dir/package-lock.json" "$dir/package.json" | sha256sum | cut -d' ' -f1)"
+  stamp="$dir/node_modules/.setup-lock.sha256"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+    echo "setup: npm ci in ${dir#"$root"/}"
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$sum" > "$stamp"
+  fi
+}
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for package in tests/browser tests/openapi tests/frontends/ag-ui tests/frontends/ai-sdk; do
+  npm_ci_when_changed "$root/$package"
+done
