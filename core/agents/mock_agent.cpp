@@ -64,10 +64,25 @@ std::int64_t count_words(const conversation_state& conversation) {
 // frame owns both and awaits each step at once.)
 
 // The options' tool calls, one after another; false when the run should stop here.
+// Calls of tools the run's client declared (docs/frontends.md, "Front-end tools") are
+// handed to the client after the built-in ones ran, and the run ends there.
 net::awaitable<bool> call_tools(run_context& ctx, const mock_options& options) {
   std::vector<run_context::tool_request> calls;
-  for (std::size_t i = 0; i < options.tool_calls.size(); ++i)
-    calls.push_back({"call_" + std::to_string(i + 1), options.tool_calls[i].name, options.tool_calls[i].args});
+  std::vector<run_context::tool_request> client_calls;
+  for (std::size_t i = 0; i < options.tool_calls.size(); ++i) {
+    run_context::tool_request call{"call_" + std::to_string(i + 1), options.tool_calls[i].name, options.tool_calls[i].args};
+    (find_client_tool(ctx.client_tools(), call.name) ? client_calls : calls).push_back(std::move(call));
+  }
+  if (!client_calls.empty()) {
+    if (!calls.empty()) {
+      auto running = ctx.call_tools(calls);
+      co_await std::move(running);
+      if (ctx.aborted()) co_return false;
+    }
+    auto handing = ctx.hand_to_client(client_calls);
+    co_await std::move(handing);
+    co_return false;
+  }
   auto calling = ctx.call_tools(calls);
   auto outcomes = co_await std::move(calling);
   for (const auto& o : outcomes) {
@@ -142,7 +157,10 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
     ctx.publish(event_type::planning, {{"todos", std::move(todos)}});
   }
 
-  if (!options.tool_calls.empty()) {
+  // A run that starts from the client's tool results answers them: the tools were called.
+  const auto& messages = ctx.conversation().messages;
+  const bool continuing = !messages.empty() && messages.back().role == "tool";
+  if (!options.tool_calls.empty() && !continuing) {
     auto calling = call_tools(ctx, options);
     if (!co_await std::move(calling)) co_return;
   }

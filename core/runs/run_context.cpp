@@ -85,6 +85,14 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   co_return outcomes;
 }
 
+net::awaitable<void> run_context::hand_to_client(const std::vector<tool_request>& calls) {
+  for (const auto& c : calls) {
+    co_await pace();
+    publish_tool_call(c.id, c.name, c.args);
+    client_calls_.push_back(boost::json::object{{"id", c.id}, {"name", c.name}, {"args", c.args}});
+  }
+}
+
 net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_record> outbox) {
   // Messages before this run's user message are unchanged: the version holds only this
   // run's tail (and its state), so the write costs what the run added, not the conversation.

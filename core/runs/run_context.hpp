@@ -14,6 +14,7 @@
 #include "core/checkpoint.hpp"
 #include "core/runs/run.hpp"
 #include "core/runs/session_channel.hpp"
+#include "core/tools/client_tool.hpp"
 #include "core/tools/tool_runner.hpp"
 
 namespace agw::core {
@@ -57,6 +58,16 @@ class run_context {
   // Emits tool_call/tool_result around each call; returns the outcomes in order.
   boost::asio::awaitable<std::vector<tool_outcome>> call_tools(const std::vector<tool_request>& calls);
 
+  // --- client tools (docs/frontends.md, "Front-end tools"): declared by the run's client ---
+  const std::vector<client_tool>& client_tools() const { return client_tools_; }
+  void set_client_tools(std::vector<client_tool> tools) { client_tools_ = std::move(tools); }
+  // Publishes a tool_call per call and keeps the calls for the run's answer, which
+  // carries them: the client runs them, and its results start the next run. The
+  // agent returns after this (the run ends, nothing open).
+  boost::asio::awaitable<void> hand_to_client(const std::vector<tool_request>& calls);
+  // The calls handed to the client: the answer's tool_calls ([{"id","name","args"}]).
+  const boost::json::array& client_calls() const { return client_calls_; }
+
   // --- state ---
   bool aborted() const { return run_->abort_requested(); }
   // Deadlines are time().steady_now() + d; an abort ends the sleep early (false).
@@ -95,6 +106,8 @@ class run_context {
   std::uint64_t published_ = 0;
   std::optional<run_failure> failure_;
   usage_figures usage_;
+  std::vector<client_tool> client_tools_;
+  boost::json::array client_calls_;
 };
 
 }  // namespace agw::core

@@ -61,6 +61,7 @@ net::awaitable<void> persist_and_announce(run_context& ctx, const run_request& r
   co_await ctx.pace();
   publish_ending(ctx, aborted);
   answer.content = ctx.content();
+  answer.tool_calls = ctx.client_calls();  // calls left to the client: the answer asks for them
   answer.token_count = ctx.tokens_streamed();
   answer.model_used = ctx.usage().model;
   answer.created_at_ms = ctx.time().wall_ms();
@@ -115,6 +116,7 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   stats.runs_started++;
   stats.runs_live++;
   run_context ctx(channel, r, std::move(request.session), std::move(request.conversation), tools, request.checkpoint_version);
+  ctx.set_client_tools(std::move(request.client_tools));
   auto running = run_agent(ctx, std::move(agent_impl));
   co_await std::move(running);
 

@@ -13,6 +13,7 @@
 #include "core/metrics.hpp"
 #include "core/runs/run.hpp"
 #include "core/runs/session_channel.hpp"
+#include "core/tools/client_tool.hpp"
 #include "core/tools/tool_runner.hpp"
 
 namespace agw::core {
@@ -26,7 +27,8 @@ struct run_request {
   // Given the conversation as its final checkpoint stored it (and that version) once
   // it committed, for the session's next run to start from; not called otherwise.
   std::function<void(conversation_state, std::int64_t)> conversation_saved = nullptr;
-  std::string request_id{};  // the request that started the run, named in its log line
+  std::string request_id{};                 // the request that started the run, named in its log line
+  std::vector<client_tool> client_tools{};  // tools the run's client declared (AG-UI), offered beside the built-in ones
 };
 
 // Runs on the channel's strand; never throws (failures end the run with status error).

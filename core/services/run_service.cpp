@@ -78,6 +78,39 @@ message_record user_message(const session_record& session, const std::string& co
   return user;
 }
 
+// The run's input messages: the user message, or the client's tool results.
+std::vector<message_record> input_messages(const session_record& session, const start_request& request, const clock& time) {
+  if (request.tool_results.empty()) return {user_message(session, request.content, time)};
+  std::vector<message_record> out;
+  for (const auto& r : request.tool_results) {
+    auto m = user_message(session, r.content, time);
+    m.role = "tool";
+    m.tool_call_id = r.tool_call_id;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// What the Idempotency-Key compares: the user message, or the tool results.
+std::string input_hash(const start_request& request) {
+  if (request.tool_results.empty()) return content_hash(request.content);
+  std::string all = "tool-results";
+  for (const auto& r : request.tool_results)
+    all += "\n" + std::to_string(r.tool_call_id.size()) + ":" + r.tool_call_id + r.content;
+  return content_hash(all);
+}
+
+// Tool results answer calls of the newest assistant turn that have no result yet.
+void check_tool_results(const conversation_state& conversation, const std::vector<client_tool_result>& results) {
+  const auto pending = pending_tool_calls(conversation);
+  for (const auto& r : results) {
+    bool found = false;
+    for (const auto& call : pending) found = found || call.at("id") == r.tool_call_id.c_str();
+    if (!found)
+      throw api_error(error_code::bad_request, "toolCallId " + r.tool_call_id + " is not a pending tool call of this session");
+  }
+}
+
 }  // namespace
 
 run_service::run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats, const clock& time,
@@ -85,7 +118,7 @@ run_service::run_service(store_executor& store, session_hub& hub, session_servic
     : store_(store), hub_(hub), sessions_(sessions), stats_(stats), clock_(time), outbox_written_(std::move(outbox_written)) {}
 
 net::awaitable<run_start> run_service::start(session_record session, start_request request) {
-  const std::string hash = content_hash(request.content);
+  const std::string hash = input_hash(request);
   if (request.idempotency_key) {
     auto finding = find_key(session.id, *request.idempotency_key);
     auto found = co_await std::move(finding);
@@ -115,7 +148,7 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
       stats_.runs_admitted--;
       co_return attach(session, *started.existing_key, hash);
     }
-    launch(channel, r, std::move(session), std::move(started), request.callback_url, request.request_id);
+    launch(channel, r, std::move(session), std::move(started), request);
     co_return run_start{channel, r->id(), r->events_before(), false};
   } catch (...) {
     failure = std::current_exception();
@@ -196,7 +229,7 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
                                                                            const std::string& hash) {
   std::shared_ptr<conversation_cache::entry> cached;
   if (auto kept = conversations_->take(session.id)) cached = std::make_shared<conversation_cache::entry>(std::move(*kept));
-  auto persist = [session, user = user_message(session, request.content, clock_), run_id = r->id(), started = r->started_at_ms(),
+  auto persist = [session, input = input_messages(session, request, clock_), run_id = r->id(), started = r->started_at_ms(),
                   first = r->events_before(), key = request.idempotency_key, hash, callback_url = request.callback_url,
                   &time = clock_, cached](store_connection& c) {
     started_run out;
@@ -212,10 +245,18 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
     auto newest = newest_conversation(c, session, cached.get());
     out.conversation = std::move(newest.state);
     out.checkpoint_version = newest.version;
-    out.conversation.messages.push_back(user);
-    out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
-    out.conversation.run = checkpoint_run{run_id, "running", user.id, started, std::nullopt, first, callback_url};
-    save_checkpoint(c, time, session, ++out.checkpoint_version, out.conversation, out.conversation.messages.size() - 1);
+    if (input.front().role == "tool") {
+      std::vector<client_tool_result> results;
+      for (const auto& m : input) results.push_back({*m.tool_call_id, m.content});
+      check_tool_results(out.conversation, results);
+    }
+    const auto first_new = out.conversation.messages.size();
+    for (const auto& m : input) {
+      out.conversation.messages.push_back(m);
+      out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
+    }
+    out.conversation.run = checkpoint_run{run_id, "running", input.back().id, started, std::nullopt, first, callback_url};
+    save_checkpoint(c, time, session, ++out.checkpoint_version, out.conversation, first_new);
     return out;
   };
   std::exception_ptr failure;
@@ -236,7 +277,7 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
 }
 
 void run_service::launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
-                         started_run started, std::optional<std::string> callback_url, std::string request_id) {
+                         started_run started, start_request& start) {
   auto agent_impl = hub_.agent_for(session);
   auto keep = [cache = conversations_, id = session.id](conversation_state state, std::int64_t version) {
     cache->give_back(id, {version, std::move(state)});
@@ -244,10 +285,11 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
   run_request request{std::move(session),
                       std::move(started.conversation),
                       started.checkpoint_version,
-                      std::move(callback_url),
+                      std::move(start.callback_url),
                       outbox_written_,
                       std::move(keep),
-                      std::move(request_id)};
+                      std::move(start.request_id),
+                      std::move(start.client_tools)};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
   // The admission (admit_run) ends with the run.
   net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id(), &stats = stats_](std::exception_ptr e) {

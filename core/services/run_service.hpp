@@ -19,6 +19,7 @@
 #include "core/runs/conversation_cache.hpp"
 #include "core/session.hpp"
 #include "core/store_records.hpp"
+#include "core/tools/client_tool.hpp"
 
 namespace agw::core {
 
@@ -35,6 +36,11 @@ struct start_request {
   std::optional<std::string> callback_url;     // checked by the caller (its address too)
   std::optional<std::string> idempotency_key;  // validated: 1..255 printable ASCII
   std::string request_id{};                    // the starting request's X-Request-Id, for the run's log line
+  // AG-UI's front-end tools (docs/frontends.md): the tools the client offers this run, and,
+  // instead of a user message, its results for the session's pending tool calls (then
+  // `content` is unused; a result for a call that is not pending is a bad_request).
+  std::vector<client_tool> client_tools{};
+  std::vector<client_tool_result> tool_results{};
 };
 
 // Which run the caller's stream follows, and from where.
@@ -83,7 +89,7 @@ class run_service {
   // Counts one more run in metrics::runs_admitted, unless that is over the limit.
   bool admit_run();
   void launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
-              started_run started, std::optional<std::string> callback_url, std::string request_id);
+              started_run started, start_request& request);
   run_start attach(const session_record& session, const idempotency_record& key, const std::string& hash) const;
 
   store_executor& store_;

@@ -3,6 +3,7 @@
 // exactly as POST /sessions/{id}/messages starts it (409, Idempotency-Key, abort); the
 // response is the same run stream in the AG-UI encoding (gateway/encodings/ag_ui_encoder).
 #include <boost/json/serialize.hpp>
+#include <cctype>
 
 #include "core/api_error.hpp"
 #include "core/services/run_service.hpp"
@@ -12,6 +13,7 @@
 #include "gateway/app_context.hpp"
 #include "gateway/auth/tenant_scope.hpp"
 #include "gateway/encodings/ag_ui_encoder.hpp"
+#include "gateway/encodings/shared_encoding.hpp"
 #include "gateway/idempotency_header.hpp"
 #include "gateway/request_body.hpp"
 
@@ -22,14 +24,20 @@ namespace json = boost::json;
 using core::api_error;
 using core::error_code;
 
-// What the gateway takes from a RunAgentInput; the rest (tools, state, context) is
-// type-checked and not used yet: the session's checkpoint is the conversation.
+// What the gateway takes from a RunAgentInput; the rest (state, context) is type-checked
+// and not used: the session's checkpoint is the conversation.
 struct run_agent_input {
   std::optional<std::string> thread_id;
   std::optional<std::string> run_id;
-  std::string content;        // the newest user message's text: the run's input
-  json::object session_body;  // forwardedProps.session: a new session's POST /sessions body
+  std::string content;                                 // the newest user message's text: the run's input
+  std::vector<core::client_tool_result> tool_results;  // or the client's tool results (front-end tools)
+  std::vector<core::client_tool> tools;                // the client's tools, offered to the model for this run
+  json::object session_body;                           // forwardedProps.session: a new session's POST /sessions body
 };
+
+// Bounds on what a client declares: the model sees every tool on every request.
+constexpr std::size_t max_client_tools = 128;
+constexpr std::size_t max_tool_name = 64;
 
 const json::value* optional_member(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
@@ -67,9 +75,68 @@ std::string user_text(const json::value& content) {
   return out;
 }
 
-// The run's input: the conversation's last message, which must be the user's. Earlier
-// messages are the client's copy of what the session's checkpoint already holds.
-std::string newest_user_message(const json::object& o) {
+// A tool name as the chat-completions API takes it: 1..64 of [A-Za-z0-9_-].
+bool valid_tool_name(std::string_view name) {
+  if (name.empty() || name.size() > max_tool_name) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+// RunAgentInput.tools: [{name, description, parameters}], names unique.
+std::vector<core::client_tool> client_tools(const json::object& o) {
+  std::vector<core::client_tool> out;
+  const auto* v = optional_member(o, "tools");
+  if (!v) return out;
+  if (!v->is_array()) throw api_error(error_code::bad_request, "tools must be an array");
+  if (v->get_array().size() > max_client_tools)
+    throw api_error(error_code::bad_request, "tools may have at most " + std::to_string(max_client_tools) + " entries");
+  for (const auto& entry : v->get_array()) {
+    const auto* t = entry.if_object();
+    if (!t) throw api_error(error_code::bad_request, "tools[] entries must be objects");
+    core::client_tool tool;
+    const auto* name = t->if_contains("name");
+    if (!name || !name->is_string() || !valid_tool_name(name->get_string()))
+      throw api_error(error_code::bad_request, "tools[].name must be 1 to 64 letters, digits, '_' or '-'");
+    tool.name = name->get_string();
+    if (core::find_client_tool(out, tool.name))
+      throw api_error(error_code::bad_request, "tools[].name must be unique: " + tool.name + " is declared twice");
+    if (const auto* d = optional_member(*t, "description")) {
+      if (!d->is_string()) throw api_error(error_code::bad_request, "tools[].description must be a string");
+      tool.description = d->get_string();
+    }
+    if (const auto* p = optional_member(*t, "parameters")) {
+      if (!p->is_object()) throw api_error(error_code::bad_request, "tools[].parameters must be a JSON Schema object");
+      tool.parameters = p->get_object();
+    } else {
+      tool.parameters = {{"type", "object"}, {"properties", json::object{}}};
+    }
+    out.push_back(std::move(tool));
+  }
+  return out;
+}
+
+// The conversation's trailing tool messages: the client's results for its tools' calls.
+std::vector<core::client_tool_result> trailing_tool_results(const json::array& list) {
+  std::vector<core::client_tool_result> out;
+  std::size_t i = list.size();
+  while (i > 0 && list[i - 1].get_object().at("role").get_string() == "tool") --i;
+  for (; i < list.size(); ++i) {
+    const auto& m = list[i].get_object();
+    const auto* id = m.if_contains("toolCallId");
+    const auto* content = m.if_contains("content");
+    if (!id || !id->is_string() || id->get_string().empty())
+      throw api_error(error_code::bad_request, "a tool message needs a non-empty string toolCallId");
+    if (!content || !content->is_string()) throw api_error(error_code::bad_request, "a tool message needs a string content");
+    out.push_back({std::string(id->get_string()), std::string(content->get_string())});
+  }
+  return out;
+}
+
+// The run's input: the conversation's last message, which must be the user's, or the
+// client's tool results (then `in.tool_results` is set). Earlier messages are the
+// client's copy of what the session's checkpoint already holds.
+std::string newest_user_message(const json::object& o, run_agent_input& in) {
   const auto* messages = o.if_contains("messages");
   if (!messages || !messages->is_array()) throw api_error(error_code::bad_request, "messages must be an array");
   const auto& list = messages->get_array();
@@ -81,8 +148,10 @@ std::string newest_user_message(const json::object& o) {
   if (list.empty()) throw api_error(error_code::bad_request, "messages must end with a user message");
   const auto& last = list.back().get_object();
   const auto role = last.at("role").get_string();
-  if (role == "tool")
-    throw api_error(error_code::bad_request, "tool results from the client (front-end tools) are not supported yet");
+  if (role == "tool") {
+    in.tool_results = trailing_tool_results(list);
+    return {};
+  }
   if (role != "user") throw api_error(error_code::bad_request, "messages must end with a user message");
   const auto* content = last.if_contains("content");
   auto text = content ? user_text(*content) : std::string();
@@ -98,9 +167,9 @@ run_agent_input parse_run_agent_input(const request& req) {
   run_agent_input in;
   in.thread_id = optional_string(o, "threadId");
   in.run_id = optional_string(o, "runId");
-  require_array(o, "tools");
+  in.tools = client_tools(o);
   require_array(o, "context");
-  in.content = newest_user_message(o);
+  in.content = newest_user_message(o, in);
   if (const auto* props = optional_member(o, "forwardedProps")) {
     if (!props->is_object()) throw api_error(error_code::bad_request, "forwardedProps must be an object");
     if (const auto* s = optional_member(props->get_object(), "session")) {
@@ -131,12 +200,17 @@ awaitable<handler_result> start_ag_ui_run(request_context& ctx, core::session_re
   if (app.draining) throw api_error(error_code::unavailable, "the server is draining; retry on another instance");
   core::start_request message{in.content, std::nullopt, idempotency_key(ctx.req, in)};
   message.request_id = ctx.request_id;
+  message.client_tools = std::move(in.tools);
+  message.tool_results = std::move(in.tool_results);
   const std::string session_id = session.id;
   auto starting = app.runs.start(std::move(session), std::move(message));
   auto started = co_await std::move(starting);
   stream_wire wire;
-  wire.make_encoder = [session_id, thread_run = in.run_id.value_or(started.run_id), run_id = started.run_id] {
-    return std::make_shared<ag_ui_encoder>(session_id, thread_run, run_id);
+  // The events depend on the run and the ids RUN_STARTED names: one encoding for every
+  // AG-UI stream of the run with the same runId (a re-sent run attaches to it).
+  wire.make_encoder = [session_id, thread_run = in.run_id.value_or(started.run_id)](const std::string& run_id) {
+    return shared_encoder("ag-ui\n" + session_id + "\n" + thread_run + "\n" + run_id,
+                          [=] { return std::make_unique<ag_ui_encoder>(session_id, thread_run, run_id); });
   };
   wire.retry_line = false;
   co_return co_await stream_run(ctx, started.channel, session_id, started.run_id, started.after_id, std::move(wire));

@@ -187,6 +187,17 @@ script script_for(const scenario_name& sc, const json::object& request, long att
     return tool_calls(sc, request);
   }
   if (n == "loop") return tool_calls(sc, request);
+  if (n == "client_tool") {
+    // One call of a tool the gateway's client declared (AG-UI front-end tools): name=<tool>.
+    if (answered_tools(request)) return answer(sc, request, words_of("results: " + tool_results(request)));
+    const auto name = sc.params.count("name") ? sc.params.at("name") : std::string("confirm");
+    std::string body = delta_event({{"role", "assistant"}, {"content", nullptr}}) +
+                       tool_delta(call_fragment(0, "call_client_1", name, R"({"question":"go on?"})")) +
+                       delta_event(json::object{}, "tool_calls") + usage_event(prompt_tokens(request), 5) + done_event();
+    script s;
+    split_into(s, body, 64);
+    return s;
+  }
   if (n == "reasoning") {
     auto s = answer(sc, request, numbered_tokens(2));
     s.pieces.insert(s.pieces.begin() + 1, {milliseconds(0), delta_event({{"reasoning_content", "Let me think"}})});

@@ -5,13 +5,17 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <map>
+#include <set>
 
+#include "tests/integration/providers_support.hpp"
 #include "tests/support/gateway_process.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/sse_reader.hpp"
 
 using namespace agw::test;
 using namespace agw::test::runs;
+namespace json = boost::json;
 
 namespace {
 
@@ -24,6 +28,48 @@ std::string run_input(std::string_view text, std::string_view run_id = "client-r
       {"context", boost::json::array{}},
       {"state", boost::json::object{}},
       {"forwardedProps", boost::json::object{}}});
+}
+
+// The client's tool, as RunAgentInput.tools declares it.
+json::array confirm_tool() {
+  return json::array{json::object{
+      {"name", "confirm"},
+      {"description", "asks the user"},
+      {"parameters", json::object{{"type", "object"}, {"properties", json::object{{"question", {{"type", "string"}}}}}}}}};
+}
+
+std::string input_with(json::array messages, std::string_view run_id, json::array tools = confirm_tool()) {
+  return json::serialize(json::object{{"runId", run_id},
+                                      {"messages", std::move(messages)},
+                                      {"tools", std::move(tools)},
+                                      {"context", json::array{}},
+                                      {"state", json::object{}}});
+}
+
+json::object user_msg(std::string_view text) { return {{"id", "u1"}, {"role", "user"}, {"content", text}}; }
+json::object tool_msg(std::string_view call_id, std::string_view content) {
+  return {{"id", "t1"}, {"role", "tool"}, {"toolCallId", call_id}, {"content", content}};
+}
+
+// The AG-UI events of a body, parsed.
+std::vector<json::object> ag_ui_events(const std::string& body) {
+  std::vector<json::object> out;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const auto end = body.find('\n', at);
+    out.push_back(json::parse(body.substr(at + 6, end - at - 6)).as_object());
+    at = end;
+  }
+  return out;
+}
+
+// The session's messages, oldest first (GET /messages pages newest first).
+std::vector<json::value> oldest_first(const json::array& newest_first) { return {newest_first.rbegin(), newest_first.rend()}; }
+
+std::vector<std::string> types_of(const std::vector<json::object>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.emplace_back(e.at("type").as_string());
+  return out;
 }
 
 // The AG-UI events of a body: each `data:` line's JSON type, and every `id:` value.
@@ -132,7 +178,13 @@ TEST_CASE("ag_ui: bad RunAgentInputs are 4xx with the contract's error body and 
       {R"({"messages":[{"id":"a","role":"user","content":"x"}],"tools":{}})", 400, "bad_request"},
       {R"({"messages":[{"id":"a","role":"user","content":"x"}],"threadId":"00000000-0000-4000-8000-000000000000"})", 400,
        "bad_request"},  // a threadId that is not the path's session
+      // A tool result for no pending call of the session.
       {R"({"messages":[{"id":"a","role":"tool","toolCallId":"c","content":"x"}]})", 400, "bad_request"},
+      {R"({"messages":[{"id":"a","role":"tool","content":"x"}]})", 400, "bad_request"},  // no toolCallId
+      {R"({"messages":[{"id":"a","role":"user","content":"x"}],"tools":[{"description":"no name"}]})", 400, "bad_request"},
+      {R"({"messages":[{"id":"a","role":"user","content":"x"}],"tools":[{"name":"has space"}]})", 400, "bad_request"},
+      {R"({"messages":[{"id":"a","role":"user","content":"x"}],"tools":[{"name":"t"},{"name":"t"}]})", 400, "bad_request"},
+      {R"({"messages":[{"id":"a","role":"user","content":"x"}],"tools":[{"name":"t","parameters":[]}]})", 400, "bad_request"},
   };
   for (const auto& c : cases) {
     INFO("body: " << c.body);
@@ -153,4 +205,155 @@ TEST_CASE("ag_ui: bad RunAgentInputs are 4xx with the contract's error body and 
   CHECK(after.at("message_count") == before.at("message_count"));
   CHECK(after.at("last_event_id") == before.at("last_event_id"));
   CHECK(get_json(gw.port(), "/sessions").at("total") == 1);
+}
+
+TEST_CASE("ag_ui: a client tool (mock): the run ends at TOOL_CALL_END, the tool message continues it") {
+  gateway_process gw;
+  const std::string sid = create_mock_session(gw.port(), R"({"tool_calls":[{"name":"confirm","args":{"question":"go on?"}}]})");
+  auto first = http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("ask first")}, "r1"));
+  INFO(first.body);
+  REQUIRE(first.status == 200);
+  const auto events = ag_ui_events(first.body);
+  const auto types = types_of(events);
+  const std::vector<std::string> tail(types.end() - 4, types.end());
+  CHECK(tail == std::vector<std::string>{"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"});
+  CHECK(std::count(types.begin(), types.end(), "TOOL_CALL_RESULT") == 0);
+  const auto call_id = std::string(events[types.size() - 4].at("toolCallId").as_string());
+  // The answer is the assistant turn that asks for the call; it is pending.
+  auto messages = oldest_first(get_messages(gw.port(), sid));
+  REQUIRE(messages.size() == 2);
+  CHECK(messages.back().at("role") == "assistant");
+  CHECK(messages.back().at("tool_calls").as_array().at(0).at("id") == call_id.c_str());
+  CHECK(messages.back().at("tool_calls").as_array().at(0).at("name") == "confirm");
+
+  auto second =
+      http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("ask first"), tool_msg(call_id, "yes")}, "r2"));
+  REQUIRE(second.status == 200);
+  const auto more = types_of(ag_ui_events(second.body));
+  CHECK(std::count(more.begin(), more.end(), "TOOL_CALL_START") == 0);
+  CHECK(more.back() == "RUN_FINISHED");
+  messages = oldest_first(get_messages(gw.port(), sid));
+  REQUIRE(messages.size() == 4);
+  CHECK(messages[2].at("role") == "tool");
+  CHECK(messages[2].at("tool_call_id") == call_id.c_str());
+  CHECK(messages[2].at("content") == "yes");
+  CHECK(messages[3].at("content") == "ask first");
+
+  // Answered: the same result again is refused and stores nothing.
+  auto again = http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({tool_msg(call_id, "yes")}, "r3"));
+  check_error(again.status, again.header("Content-Type"), again.body, 400, "bad_request");
+  CHECK(get_messages(gw.port(), sid).size() == 4);
+  // A run that does not offer the tool: the mock's call of it is an unknown tool, as before.
+  auto plain = http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("no tools")}, "r4", json::array{}));
+  CHECK(plain.body.find(R"("code":"unknown_tool")") != std::string::npos);
+}
+
+TEST_CASE("ag_ui: a client tool (openai): offered beside the built-in ones, handed back, answered, or abandoned") {
+  using namespace agw::test::providers;
+  fake_upstream_process fake;
+  gateway_process gw(openai_env(fake));
+  const auto sid = openai_session(gw.port(), "client_tool");
+  auto first = http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("ask first")}, "o1"));
+  INFO(first.body);
+  REQUIRE(first.status == 200);
+  const auto types = types_of(ag_ui_events(first.body));
+  CHECK(std::count(types.begin(), types.end(), "TOOL_CALL_END") == 1);
+  CHECK(std::count(types.begin(), types.end(), "TOOL_CALL_RESULT") == 0);
+  CHECK(types.back() == "RUN_FINISHED");
+  auto requests = upstream_requests(fake);
+  REQUIRE(requests.size() == 1);
+  std::vector<std::string> declared;
+  for (const auto& t : requests[0].at("body").at("tools").as_array())
+    declared.emplace_back(t.at("function").at("name").as_string());
+  CHECK(declared == std::vector<std::string>{"calculator", "current_time", "confirm"});
+
+  auto second =
+      http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("ask first"), tool_msg("call_client_1", "yes")}, "o2"));
+  REQUIRE(second.status == 200);
+  CHECK(second.body.find(R"("delta":"results:")") != std::string::npos);
+  requests = upstream_requests(fake);
+  REQUIRE(requests.size() == 2);
+  const auto& sent = messages_sent(requests[1]);
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[1].at("tool_calls").at(0).at("id") == "call_client_1");
+  CHECK(sent[2].at("role") == "tool");
+  CHECK(sent[2].at("content") == "yes");
+
+  // Pending, then a plain message instead of the result: the call is abandoned, and the
+  // model is told so (a placeholder result), since the API refuses an unanswered call.
+  auto third = http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("again")}, "o3"));
+  REQUIRE(third.status == 200);
+  auto plain = runs::run_message(gw.port(), sid, "never mind");
+  requests = upstream_requests(fake);
+  REQUIRE(requests.size() >= 4);  // (then the fake calls `confirm` again: not offered by /messages)
+  CHECK(plain->parser.count("done") == 1);
+  const auto& last = messages_sent(requests[3]);
+  REQUIRE(last.size() == 8);
+  CHECK(last[5].at("tool_calls").at(0).at("id") == "call_client_1");
+  CHECK(last[6].at("role") == "tool");
+  CHECK(last[6].at("tool_call_id") == "call_client_1");
+  CHECK(std::string(last[6].at("content").as_string()).find("no result") != std::string::npos);
+  CHECK(last[7].at("role") == "user");
+  CHECK(last[7].at("content") == "never mind");
+}
+
+TEST_CASE("ag_ui: an AG-UI client and a GET /events follower of one run see the same content and event ids") {
+  gateway_process gw;
+  const std::string sid = create_mock_session(
+      gw.port(), R"({"tokens_per_second":100,"tool_calls":[{"name":"calculator","args":{"expression":"6*7"}}]})");
+  sse_reader follower(gw.port());
+  follower.send("GET", "/sessions/" + sid + "/events", "", {});
+  REQUIRE(follower.head.status == 200);
+  sse_reader client(gw.port());
+  client.send("POST", "/ag-ui/" + sid, input_with({user_msg("the same words for both")}, "same-1", json::array{}), json_headers);
+  REQUIRE(client.head.status == 200);
+  REQUIRE(client.read_to_end(20s));
+  REQUIRE(follower.read_until([](const sse_parser& p) { return p.has_done(); }, 20s));
+
+  // Text: the deltas are the tokens, each AG-UI content event carrying its token's id.
+  std::string text;
+  std::vector<std::int64_t> text_ids, token_ids;
+  std::map<std::int64_t, std::string> by_id;  // each AG-UI event's type by the session event it came from
+  for (const auto& f : client.parser.frames) {
+    REQUIRE(f.id);
+    const auto type = f.field("type");
+    if (type == "TEXT_MESSAGE_CONTENT") {
+      text += f.field("delta");
+      text_ids.push_back(*f.id);
+    }
+    by_id[*f.id] += type + " ";
+  }
+  for (const auto* t : follower.parser.of_type("token")) token_ids.push_back(*t->id);
+  CHECK(text == "the same words for both");
+  CHECK(text == follower.parser.tokens());
+  CHECK(text_ids == token_ids);
+
+  // The tool call and its result: the same id, name, arguments and output.
+  const auto* call = follower.parser.first("tool_call");
+  const auto* result = follower.parser.first("tool_result");
+  REQUIRE(call);
+  REQUIRE(result);
+  const sse_frame *start = nullptr, *args = nullptr, *tool_result = nullptr;
+  for (const auto& f : client.parser.frames) {
+    if (f.field("type") == "TOOL_CALL_START") start = &f;
+    if (f.field("type") == "TOOL_CALL_ARGS") args = &f;
+    if (f.field("type") == "TOOL_CALL_RESULT") tool_result = &f;
+  }
+  REQUIRE(start);
+  REQUIRE(args);
+  REQUIRE(tool_result);
+  CHECK(start->field("toolCallId") == call->field("id"));
+  CHECK(start->field("toolCallName") == "calculator");
+  CHECK(*start->id == *call->id);
+  CHECK(json::parse(args->field("delta")) == call->obj().at("args"));
+  CHECK(tool_result->field("content") == result->field("output"));
+  CHECK(tool_result->field("content") == "42");
+  CHECK(*tool_result->id == *result->id);
+
+  // Ids: every AG-UI id is one of the run's session events; both end at its done.
+  std::set<std::int64_t> follower_ids;
+  for (const auto& f : follower.parser.frames)
+    if (f.id) follower_ids.insert(*f.id);
+  for (const auto& [id, types] : by_id) CHECK_MESSAGE(follower_ids.count(id) == 1, id << ": " << types);
+  CHECK(client.parser.last_id() == *follower.parser.last("done")->id);
 }

@@ -6,6 +6,7 @@
 #include "core/agents/openai/run_plan.hpp"
 #include "core/agents/openai/upstream_step.hpp"
 #include "core/runs/run_context.hpp"
+#include "core/tools/client_tool.hpp"
 
 namespace agw::core::openai {
 
@@ -38,7 +39,7 @@ void add_usage(run_context& ctx, const run_plan& plan, const step_result& step) 
 }  // namespace
 
 net::awaitable<void> openai_agent::run(run_context& ctx) {
-  const auto plan = make_run_plan(*env_, profile_, effective_config(profile_, ctx.config()), ctx.tools());
+  const auto plan = make_run_plan(*env_, profile_, effective_config(profile_, ctx.config()), ctx.tools(), ctx.client_tools());
   ctx.usage().provider = "openai";
   ctx.usage().model = plan.chat.model;
   for (int round = 0;; ++round) {
@@ -52,15 +53,25 @@ net::awaitable<void> openai_agent::run(run_context& ctx) {
                "the model asked for tools after " + std::to_string(plan.limits.max_steps) + " rounds of tool calls");
       co_return;
     }
-    const auto requests = tool_requests(step.calls);
-    if (env_->tools) {
+    // Calls of the client's tools go back to it (after the built-in ones of the same
+    // answer ran): the run ends, and the client's results start the next one.
+    std::vector<run_context::tool_request> requests;
+    std::vector<run_context::tool_request> client_calls;
+    for (auto& r : tool_requests(step.calls))
+      (find_client_tool(plan.client_tools, r.name) ? client_calls : requests).push_back(std::move(r));
+    if (!requests.empty() && env_->tools) {
       auto calling = run_tools_in_parallel(ctx, *env_->tools, requests);
       co_await std::move(calling);
-    } else {
+    } else if (!requests.empty()) {
       auto calling = ctx.call_tools(requests);
       co_await std::move(calling);
     }
     if (ctx.aborted()) co_return;
+    if (!client_calls.empty()) {
+      auto handing = ctx.hand_to_client(client_calls);
+      co_await std::move(handing);
+      co_return;
+    }
     co_await ctx.pace();
     ctx.publish_status("thinking");
   }

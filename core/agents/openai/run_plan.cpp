@@ -23,7 +23,7 @@ std::vector<const tool*> allowed_tools(const agent_profile* profile, const tool_
 }  // namespace
 
 run_plan make_run_plan(const agent_environment& env, const agent_profile* profile, const boost::json::object& config,
-                       const tool_registry& tools) {
+                       const tool_registry& tools, const std::vector<client_tool>& client_tools) {
   run_plan plan;
   plan.limits = env.openai;
   const auto* model = config.if_contains("model");
@@ -35,6 +35,9 @@ run_plan make_run_plan(const agent_environment& env, const agent_profile* profil
   plan.url = chat_completions_url(profile && !profile->base_url.empty() ? profile->base_url : env.openai.base_url);
   plan.api_key = profile && !profile->api_key.empty() ? profile->api_key : env.openai.api_key;
   plan.tools = allowed_tools(profile, tools);
+  // A client tool named like a built-in one takes its place for this run (its client asked for it).
+  std::erase_if(plan.tools, [&](const tool* t) { return find_client_tool(client_tools, t->name()) != nullptr; });
+  plan.client_tools = client_tools;
   // The model's own price first (a session may run another model than its profile's).
   if (auto it = env.prices.find(plan.chat.model); it != env.prices.end())
     plan.price = it->second;

@@ -61,7 +61,7 @@ std::optional<std::chrono::milliseconds> backoff(const upstream_failure& f, cons
 // The exchange once its answer is 2xx, or nullptr when the run failed or was aborted.
 net::awaitable<exchange_ptr> open_upstream(run_context& ctx, const run_plan& plan, streaming_http_client& http) {
   const auto executor = co_await net::this_coro::executor;
-  const auto body = chat_request_body(plan.chat, ctx.conversation(), plan.tools);
+  const auto body = chat_request_body(plan.chat, ctx.conversation(), plan.tools, plan.client_tools);
   for (int attempt = 0;; ++attempt) {
     auto ex = http.prepare(executor, make_request(plan, body));
     auto opening = ex->open();
