@@ -123,9 +123,10 @@ class basic_sse_stream final : public core::subscriber,
   bool started_ = false;
   bool chunked_ = true;
   bool writing_ = false;
-  bool closed_ = false;       // told to end once the queue is written
-  bool stalled_ = false;      // a write made no progress for the write timeout
-  bool reached_end_ = false;  // the write in flight ends the response
+  bool closed_ = false;        // told to end once the queue is written
+  bool stalled_ = false;       // a write made no progress for the write timeout
+  bool encoder_lost_ = false;  // the encoder can make nothing more (frame_encoder::lost)
+  bool reached_end_ = false;   // the write in flight ends the response
   bool finished_ = false;
 };
 

@@ -156,6 +156,8 @@ void basic_sse_stream<Stream>::write_more() {
     in_write_.push_back(std::move(batch));
   }
   queue_.clear();
+  // Fell behind its run's shared encoding: cut, as a stalled stream is (its client resumes).
+  if (encoder_lost_) return finish(end_reason::stalled);
   if (!encoded_.empty()) pieces_.push_back(net::buffer(encoded_));
   if (opts_.until_id && last_sent_ >= *opts_.until_id) reached_end_ = true;
   // Told to end: after what was queued, with the last chunk, like a run's end.
@@ -197,9 +199,13 @@ void basic_sse_stream<Stream>::gather(const core::frame_batch& batch) {
       last_sent_ = f->id;
       ++frames_in_write_;
     }
-    if (opts_.encoder)
+    if (opts_.encoder) {
       opts_.encoder->encode(*f, encoded_);  // one buffer for the write, added by write_more
-    else
+      if (opts_.encoder->lost()) {
+        encoder_lost_ = true;
+        return;
+      }
+    } else
       pieces_.push_back(net::buffer(f->sse));
     if (f->id >= 0 && opts_.until_run && f->type == core::event_type::done && f->run_id() == *opts_.until_run)
       reached_end_ = true;

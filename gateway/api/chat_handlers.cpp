@@ -11,6 +11,7 @@
 #include "gateway/api/handlers.hpp"
 #include "gateway/api/run_stream.hpp"
 #include "gateway/app_context.hpp"
+#include "gateway/encodings/shared_encoding.hpp"
 #include "gateway/encodings/ui_message_stream.hpp"
 #include "gateway/idempotency_header.hpp"
 #include "gateway/request_body.hpp"
@@ -64,7 +65,10 @@ std::string chat_input(const request& req) {
 
 stream_wire ui_message_wire() {
   stream_wire wire;
-  wire.make_encoder = [] { return std::make_shared<ui_message_encoder>(); };
+  // The chunks depend on the run's events only: one encoding per run for every chat stream of it.
+  wire.make_encoder = [](const std::string& run_id) {
+    return shared_encoder("ui-message-stream\n" + run_id, [] { return std::make_unique<ui_message_encoder>(); });
+  };
   wire.headers = {{ui_message_stream_header, ui_message_stream_version}};
   wire.retry_line = false;  // the AI SDK reconnects by its own resume request, not EventSource's retry
   return wire;

@@ -134,7 +134,6 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
   sse_stream::options opts;
   opts.heartbeat = to_duration(app.config.sse_heartbeat_interval);
   opts.write_timeout = to_duration(app.config.write_timeout);
-  if (plan.wire.make_encoder) opts.encoder = plan.wire.make_encoder();
   // One timer for every stream of this io_context (it lives as long as the context).
   auto* wheel = &heartbeat_wheel::of(executor, heartbeat_wheel::tick_for(opts.heartbeat, opts.write_timeout));
 
@@ -162,6 +161,7 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
     const std::int64_t after = plan.cursor.value_or(out.last_event_id);
     opts.after_id = after;
     apply_ending(plan, *channel, opts, out);
+    if (plan.wire.make_encoder) opts.encoder = plan.wire.make_encoder(plan.run_id);
     out.stream = std::make_shared<sse_stream>(executor, stats, *wheel, opts);
     std::function<void(const core::replay_info&)> on_replay;
     if (plan.announce) {

@@ -19,9 +19,11 @@ namespace agw::gateway::api {
 // How a stream is written: by default the contract's SSE; a front end's protocol (AG-UI,
 // the AI SDK's UI message stream) gives its encoder, its response fields and no retry line.
 struct stream_wire {
-  std::function<std::shared_ptr<frame_encoder>()> make_encoder;  // one per stream; none: the contract's SSE
-  std::vector<std::pair<std::string, std::string>> headers;      // added to the response head
-  bool retry_line = true;                                        // the body starts with `retry:`
+  // One per stream, given the run it follows (shared_encoder: one encoding per run and
+  // encoding, gateway/encodings/shared_encoding.hpp); none: the contract's SSE.
+  std::function<std::shared_ptr<frame_encoder>(const std::string& run_id)> make_encoder;
+  std::vector<std::pair<std::string, std::string>> headers;  // added to the response head
+  bool retry_line = true;                                    // the body starts with `retry:`
 };
 
 // The stream of run `run_id` from the event after `after_id` to its done: a new run's,
