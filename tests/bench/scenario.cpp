@@ -18,6 +18,8 @@ static const scenario registry[] = {
      run_resume_scenario, "", describe_resume_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=1", false},
     {"sustained", "the same few sessions run after run (1 to 1,000 runs each): events/s, CPU and bytes written per run, db size",
      run_sustained_scenario, "", describe_sustained_scenario, "", false, false},
+    {"frontends", "CPU per event per stream for each encoding (contract SSE, AG-UI, UI message stream), 100 streams of one run",
+     run_frontends_scenario, "", describe_frontends_scenario, "GATEWAY_SSE_HEARTBEAT_INTERVAL=2", false},
     {"upstream", "openai provider vs tests/fake_upstream at 50 tokens/s: added latency per token (p50/p99), CPU per token",
      run_upstream_scenario, "1,100,1000", describe_upstream_scenario, "", true, false},
 };

@@ -87,6 +87,8 @@ void run_resume_scenario(const bench_options& options, bench_target& target, rep
 std::string describe_resume_scenario(const bench_options& options);
 void run_sustained_scenario(const bench_options& options, bench_target& target, report& out);
 std::string describe_sustained_scenario(const bench_options& options);
+void run_frontends_scenario(const bench_options& options, bench_target& target, report& out);
+std::string describe_frontends_scenario(const bench_options& options);
 void run_upstream_scenario(const bench_options& options, bench_target& target, report& out);
 std::string describe_upstream_scenario(const bench_options& options);
 
