@@ -663,3 +663,39 @@ TEST_CASE("sse_stream: with an encoder (AG-UI's seam) the frames are written in 
   CHECK(h.ends[0].why == sse_end_reason::run_done);
   CHECK(h.ends[0].reusable);
 }
+
+namespace {
+// An encoding that can no longer encode from frame `lost_at` on (a shared encoding the
+// stream fell behind).
+struct losing_encoder final : agw::gateway::frame_encoder {
+  explicit losing_encoder(std::int64_t at) : lost_at(at) {}
+  void encode(const agw::core::event_frame& f, std::string& out) override {
+    if (f.id >= lost_at) {
+      gone = true;
+      return;
+    }
+    out += "E" + std::to_string(f.id) + "\n";
+  }
+  bool lost() const override { return gone; }
+  std::int64_t lost_at;
+  bool gone = false;
+};
+}  // namespace
+
+TEST_CASE("sse_stream: an encoder that is lost ends the stream at once as stalled, writing nothing more") {
+  auto opts = options_with(/*after_id=*/0);
+  opts.until_run = "r1";
+  opts.encoder = std::make_shared<losing_encoder>(3);
+  harness h(opts);
+  h.start();
+  CHECK(h.fresh() == head_11 + chunk(preamble));
+  h.stream->deliver(batch({token(1), token(2)}));
+  h.io.poll();
+  CHECK(h.fresh() == chunk("E1\nE2\n"));
+  h.stream->deliver(batch({token(3), token(4)}));
+  h.io.poll();
+  CHECK(h.fresh().empty());
+  REQUIRE(h.ends.size() == 1);
+  CHECK(h.ends[0].why == sse_end_reason::stalled);
+  CHECK_FALSE(h.ends[0].reusable);
+}
