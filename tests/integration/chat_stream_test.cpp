@@ -4,6 +4,7 @@
 // its start or answers 204 when idle, and bad bodies are 4xx that store nothing.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -164,4 +165,57 @@ TEST_CASE("chat: an Idempotency-Key retry stores nothing and gets the same run's
   CHECK(get_messages(gw.port(), sid).size() == 2);
   auto mismatch = http_call(gw.port(), "POST", chat_path(sid), chat_body("something else"), headers);
   check_error(mismatch, 422, "idempotency_mismatch");
+}
+
+TEST_CASE("chat: a /chat client, a resumed chat stream and a GET /events follower of one run see the same content") {
+  gateway_process gw;
+  const std::string sid = create_mock_session(
+      gw.port(), R"({"tokens_per_second":100,"tool_calls":[{"name":"calculator","args":{"expression":"6*7"}}]})");
+  sse_reader follower(gw.port());
+  follower.send("GET", "/sessions/" + sid + "/events", "", {});
+  REQUIRE(follower.head.status == 200);
+  sse_reader client(gw.port());
+  client.send("POST", chat_path(sid), chat_body("the same words for all"), json_headers);
+  REQUIRE(client.head.status == 200);
+  // A second chat reader of the same run, joining while it is live (one shared encoding).
+  auto resumed = http_call(gw.port(), "GET", chat_path(sid) + "/stream");
+  REQUIRE(resumed.status == 200);
+  REQUIRE(client.read_to_end(20s));
+  REQUIRE(follower.read_until([](const sse_parser& p) { return p.has_done(); }, 20s));
+  CHECK(resumed.body == client.parser.body);
+
+  std::string text;
+  std::vector<std::int64_t> delta_ids, token_ids;
+  const sse_frame *input = nullptr, *output = nullptr;
+  std::set<std::int64_t> follower_ids;
+  for (const auto& f : follower.parser.frames)
+    if (f.id) follower_ids.insert(*f.id);
+  for (const auto& f : client.parser.frames) {
+    if (f.data_text == "[DONE]") continue;
+    REQUIRE(f.id);
+    CHECK_MESSAGE(follower_ids.count(*f.id) == 1, "chunk id " << *f.id);
+    const auto type = f.field("type");
+    if (type == "text-delta") {
+      text += f.field("delta");
+      delta_ids.push_back(*f.id);
+    }
+    if (type == "tool-input-available") input = &f;
+    if (type == "tool-output-available") output = &f;
+  }
+  for (const auto* t : follower.parser.of_type("token")) token_ids.push_back(*t->id);
+  CHECK(text == "the same words for all");
+  CHECK(text == follower.parser.tokens());
+  CHECK(delta_ids == token_ids);
+  const auto* call = follower.parser.first("tool_call");
+  const auto* result = follower.parser.first("tool_result");
+  REQUIRE(call);
+  REQUIRE(result);
+  REQUIRE(input);
+  REQUIRE(output);
+  CHECK(input->field("toolCallId") == call->field("id"));
+  CHECK(input->field("toolName") == "calculator");
+  CHECK(input->obj().at("input") == call->obj().at("args"));
+  CHECK(*input->id == *call->id);
+  CHECK(output->field("output") == result->field("output"));
+  CHECK(*output->id == *result->id);
 }
