@@ -88,6 +88,7 @@ class run_service {
                                                            const start_request& request, const std::string& hash);
   // Counts one more run in metrics::runs_admitted, unless that is over the limit.
   bool admit_run();
+  // Moves the request's callback_url, request_id and client_tools into the run.
   void launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
               started_run started, start_request& request);
   run_start attach(const session_record& session, const idempotency_record& key, const std::string& hash) const;
