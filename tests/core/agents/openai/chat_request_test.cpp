@@ -66,3 +66,32 @@ TEST_CASE("chat_request: the body streams with usage, declares the tools, and se
   CHECK_FALSE(bare.contains("tools"));
   CHECK(bare.at("messages").as_array().size() == 1);
 }
+
+TEST_CASE("chat_request: a client tool call left unanswered gets a placeholder result; client tools are declared last") {
+  conversation_state c;
+  c.messages.push_back(message("user", "ask me"));
+  auto asked = message("assistant", "");
+  asked.tool_calls.push_back(boost::json::object{{"id", "c1"}, {"name", "confirm"}, {"args", boost::json::object{}}});
+  asked.tool_calls.push_back(boost::json::object{{"id", "c2"}, {"name", "confirm"}, {"args", boost::json::object{}}});
+  c.messages.push_back(asked);
+  auto answered = message("tool", "yes");
+  answered.tool_call_id = "c1";
+  c.messages.push_back(answered);
+  c.messages.push_back(message("user", "never mind"));  // c2 abandoned
+
+  const auto out = conversation_messages(c, "");
+  REQUIRE(out.size() == 5);
+  CHECK(out[2].at("tool_call_id") == "c1");
+  CHECK(out[3].at("role") == "tool");
+  CHECK(out[3].at("tool_call_id") == "c2");
+  CHECK(std::string(out[3].at("content").as_string()).starts_with("(no result"));
+  CHECK(out[4].at("content") == "never mind");
+
+  const auto registry = make_builtin_tools();
+  std::vector<client_tool> client{{"confirm", "asks", boost::json::object{{"type", "object"}}}};
+  const auto body = boost::json::parse(chat_request_body({"m", {}, {}, ""}, c, registry.all(), client));
+  const auto& tools = body.at("tools").as_array();
+  REQUIRE(tools.size() == 3);
+  CHECK(tools[2].at("function").at("name") == "confirm");
+  CHECK(tools[2].at("function").at("parameters") == boost::json::parse(R"({"type":"object"})"));
+}
