@@ -47,8 +47,8 @@ std::string expected(std::int64_t from, std::int64_t to) {
 TEST_CASE("100 streams of one run: each frame is encoded once, each stream gets every frame's bytes") {
   int calls = 0;
   auto run = std::make_shared<encoded_run>([&calls] { return std::make_unique<counting_encoder>(calls); });
-  std::vector<shared_frame_encoder> streams;
-  for (int i = 0; i < 100; ++i) streams.emplace_back(run);
+  std::vector<std::unique_ptr<shared_frame_encoder>> streams;
+  for (int i = 0; i < 100; ++i) streams.push_back(std::make_unique<shared_frame_encoder>(run));
   std::vector<std::string> out(streams.size());
   std::vector<event_frame> frames;
   for (std::int64_t id = 1; id <= 50; ++id) frames.push_back(token(id));
@@ -56,11 +56,11 @@ TEST_CASE("100 streams of one run: each frame is encoded once, each stream gets 
   for (std::size_t step = 0; step < frames.size() + 7; ++step)
     for (std::size_t s = 0; s < streams.size(); ++s) {
       const std::size_t lag = s % 7;
-      if (step >= lag && step - lag < frames.size()) streams[s].encode(frames[step - lag], out[s]);
+      if (step >= lag && step - lag < frames.size()) streams[s]->encode(frames[step - lag], out[s]);
     }
   CHECK(calls == 50);  // (the factory's encoder is the head: no other encoder was made)
   for (const auto& o : out) CHECK(o == expected(1, 50));
-  for (const auto& s : streams) CHECK(s.sharing());
+  for (const auto& s : streams) CHECK(s->sharing());
 }
 
 TEST_CASE("a stream that starts behind the window encodes with its own encoder, from the run's start") {
@@ -90,6 +90,31 @@ TEST_CASE("a sharing stream that falls behind the window is lost and gets nothin
   CHECK(slow.lost());
   CHECK(s == expected(1, 1));
   CHECK(calls == 10);
+}
+
+TEST_CASE("over keep_bytes, the frames every stream has passed leave the window; a lagging stream keeps them") {
+  int calls = 0;
+  auto make = [&calls] { return std::make_unique<counting_encoder>(calls); };
+  // keep_bytes 20: about four frames' bytes ("12/11;").
+  auto run = std::make_shared<encoded_run>(make, 1 << 20, 1000, 20);
+  {
+    shared_frame_encoder alone(run);
+    std::string out;
+    for (std::int64_t id = 1; id <= 100; ++id) alone.encode(token(id), out);
+    CHECK(out == expected(1, 100));
+    CHECK(run->held_bytes() <= 20 + 8);  // one stream: nothing waits for anyone
+  }
+  auto second = std::make_shared<encoded_run>(make, 1 << 20, 1000, 20);
+  shared_frame_encoder fast(second), slow(second);
+  std::string f, s;
+  slow.encode(token(1), s);
+  for (std::int64_t id = 1; id <= 100; ++id) fast.encode(token(id), f);
+  CHECK(second->held_bytes() > 300);  // frames 2..100 wait for the slow stream
+  for (std::int64_t id = 2; id <= 100; ++id) slow.encode(token(id), s);
+  CHECK(s == f);
+  CHECK_FALSE(slow.lost());
+  fast.encode(token(101), f);  // the next frame lets go of what both passed
+  CHECK(second->held_bytes() <= 20 + 8);
 }
 
 TEST_CASE("the window is bounded by bytes too; the newest frame always stays") {
