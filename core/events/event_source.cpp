@@ -7,8 +7,8 @@ namespace agw::core {
 namespace {
 
 // Indexed by the enum's value.
-constexpr std::array<std::string_view, 6> names{"customer",    "customer_ui", "ai_agent", "human_agent",
-                                                "human_agent_on_behalf_of_ai_agent", "system"};
+constexpr std::array<std::string_view, 6> names{
+    "customer", "customer_ui", "ai_agent", "human_agent", "human_agent_on_behalf_of_ai_agent", "system"};
 static_assert(names.size() == static_cast<std::size_t>(event_source::system) + 1);
 
 }  // namespace

@@ -34,9 +34,13 @@ event_type type_named(std::string_view name) {
 frame_ptr event_from_data(std::int64_t id, event_type type, std::string_view data) {
   if (data.starts_with(run_lead)) {
     const auto close = data.find('"', run_lead.size());
-    if (close != std::string_view::npos && close > run_lead.size())
-      return std::make_shared<const event_frame>(make_event_frame_after_run(
-          id, type, data.substr(run_lead.size(), close - run_lead.size()), default_source, data.substr(close + 1)));
+    if (close != std::string_view::npos && close > run_lead.size()) {
+      const auto run = data.substr(run_lead.size(), close - run_lead.size());
+      // Frames from before sources name none: the agent's.
+      const auto source = source_of(data, close + 1);
+      const auto rest = data.substr(data.substr(close + 1).starts_with(source_lead) ? run_lead_size(run, source) : close + 1);
+      return std::make_shared<const event_frame>(make_event_frame_after_run(id, type, run, source, rest));
+    }
   }
   return std::make_shared<const event_frame>(make_event_frame_with_data(id, type, data));
 }

@@ -250,6 +250,37 @@ net::awaitable<void> run_service::start_queued(std::shared_ptr<session_channel> 
   co_await std::move(starting);
 }
 
+bool run_service::admit_run() {
+  const auto before = stats_.runs_admitted.fetch_add(1);
+  if (max_runs_ == 0 || before < static_cast<std::int64_t>(max_runs_)) return true;
+  stats_.runs_admitted--;
+  return false;
+}
+
+net::awaitable<std::optional<std::string>> run_service::abort(std::string session_id) {
+  auto finding = sessions_.require(std::move(session_id));
+  auto session = co_await std::move(finding);
+  auto channel = hub_.find(session.id);
+  if (!channel) co_return std::nullopt;
+  auto request_abort = [channel]() -> net::awaitable<std::string> {
+    auto live = channel->live_run();
+    // A run whose end is already decided is as good as idle.
+    if (!live || !live->request_abort()) co_return std::string();
+    co_return live->id();
+  };
+  auto aborting = net::co_spawn(channel->strand(), request_abort(), net::use_awaitable);
+  auto run_id = co_await std::move(aborting);
+  if (run_id.empty()) co_return std::nullopt;
+  co_return run_id;
+}
+
+void run_service::abort_all() {
+  for (auto& channel : hub_.all_channels())
+    net::post(channel->strand(), [channel] {
+      if (auto live = channel->live_run()) live->request_abort();
+    });
+}
+
 net::awaitable<std::optional<idempotency_record>> run_service::find_key(const std::string& session_id, const std::string& key) {
   auto find = [session_id, key](store_connection& c) { return c.find_idempotency_key(session_id, key); };
   co_return co_await store_.async_read(std::move(find), net::use_awaitable);

@@ -63,8 +63,7 @@ net::awaitable<operator_reply> timeline_service::post_operator_message(session_r
   auto reserved = co_await std::move(reserving);
   if (!reserved.created) {
     boost::json::object where{{"run_id", reserved.live_run_id}, {"stream_url", "/sessions/" + session.id + "/events"}};
-    throw api_error(error_code::run_in_progress, "a run is live on this session: abort it before answering",
-                    std::move(where));
+    throw api_error(error_code::run_in_progress, "a run is live on this session: abort it before answering", std::move(where));
   }
   auto r = reserved.created;
   message_record answer;
@@ -108,8 +107,7 @@ net::awaitable<operator_reply> timeline_service::post_operator_message(session_r
     const auto from = r->source();
     if (stream) {
       // Like an agent's answer: clients that render runs render this one.
-      for (const auto& token : words_of(stored.content))
-        channel->publish(r->id(), event_type::token, "content", token, from);
+      for (const auto& token : words_of(stored.content)) channel->publish(r->id(), event_type::token, "content", token, from);
       boost::json::object done{{"assistant_data", message_json(stored)}};
       channel->publish(r->id(), event_type::done, done, from);
     } else {

@@ -46,8 +46,7 @@ class timeline_service {
  public:
   static constexpr std::size_t max_custom_data_bytes = 16 * 1024;
 
-  timeline_service(store_executor& store, session_hub& hub, std::shared_ptr<conversation_cache> conversations,
-                   const clock& time);
+  timeline_service(store_executor& store, session_hub& hub, std::shared_ptr<conversation_cache> conversations, const clock& time);
 
   // Appends a `custom` event to the session's sequence; returns its id once committed.
   boost::asio::awaitable<std::int64_t> append_custom(session_record session, custom_event event);

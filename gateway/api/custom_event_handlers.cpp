@@ -51,12 +51,10 @@ awaitable<handler_result> post_custom_event(request_context& ctx) {
   const std::string session_id = session.id;
   auto appending = ctx.app.timeline->append_custom(std::move(session), std::move(event));
   const auto id = co_await std::move(appending);
-  co_return json_response(http::status::created,
-                          {{"id", id},
-                           {"type", "custom"},
-                           {"source", core::name_of(source)},
-                           {"stream_url", "/sessions/" + session_id + "/events"}},
-                          ctx.req.version());
+  co_return json_response(
+      http::status::created,
+      {{"id", id}, {"type", "custom"}, {"source", core::name_of(source)}, {"stream_url", "/sessions/" + session_id + "/events"}},
+      ctx.req.version());
 }
 
 }  // namespace agw::gateway::api

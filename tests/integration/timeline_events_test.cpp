@@ -151,8 +151,7 @@ TEST_CASE("timeline: bad custom events, modes, sources and multitask values are 
     runs::check_error(http_call(gw.port(), "PATCH", "/sessions/" + sid, body), 400, "bad_request");
   }
   CHECK(runs::get_session(gw.port(), sid).at("mode") == "auto");
-  runs::check_error(http_call(gw.port(), "PATCH", "/sessions/" + sid, R"({"config":{"multitask":"later"}})"), 400,
-                    "bad_request");
+  runs::check_error(http_call(gw.port(), "PATCH", "/sessions/" + sid, R"({"config":{"multitask":"later"}})"), 400, "bad_request");
 
   const auto count = runs::get_session(gw.port(), sid).at("message_count");
   for (const char* body : {R"({"content":"x","multitask":"later"})", R"({"content":"x","multitask":3})"}) {

@@ -96,8 +96,8 @@ TEST_CASE("timeline: interrupt aborts the live run, keeps its partial answer, an
   // Without multitask (nor config.multitask) it is today's 409.
   CHECK(http_call(gw.port(), "POST", runs::messages_path(sid), runs::message_body("stop and answer this")).status == 409);
   auto interrupting = std::make_unique<sse_reader>(gw.port());
-  interrupting->send("POST", runs::messages_path(sid),
-                     R"({"content":"stop and answer this","multitask":"interrupt"})", runs::json_headers);
+  interrupting->send("POST", runs::messages_path(sid), R"({"content":"stop and answer this","multitask":"interrupt"})",
+                     runs::json_headers);
   INFO("gateway log: " << gw.stderr_text());
   REQUIRE(interrupting->head.status == 200);
   const std::string second_run = interrupting->head.header("X-Run-Id");
