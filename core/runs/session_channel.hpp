@@ -121,7 +121,8 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   void note_taken(std::int64_t seq) { taken_up_to_ = std::max(taken_up_to_, seq); }
   bool queue_waiting() const { return queued_up_to_ > taken_up_to_; }
   // Set while a run of the queued messages is being started, so only one is.
-  bool queue_starting = false;
+  bool queue_starting() const { return queue_starting_; }
+  void set_queue_starting(bool starting) { queue_starting_ = starting; }
 
   // The session was deleted: a live run is aborted and its last events (aborted
   // status, done) still reach its followers, unstored; then every subscriber is closed.
@@ -170,6 +171,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   std::shared_ptr<run> run_;
   std::int64_t queued_up_to_ = 0;
   std::int64_t taken_up_to_ = 0;
+  bool queue_starting_ = false;
   std::vector<std::function<void()>> idle_waiters_;  // wait_idle()'s, woken when run_ clears
 
   // What snapshot() reads from other threads: the last id on every commit (an atomic),

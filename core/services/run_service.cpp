@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -168,11 +169,15 @@ net::awaitable<std::optional<run_start>> run_service::enqueue(std::shared_ptr<se
     channel->note_queued(seq);
     auto live = channel->live_run();
     boost::json::object data{{"status", "queued"}, {"message_id", id}, {"queued", waiting}};
-    if (live)
+    if (live) {
       channel->publish(live->id(), event_type::status, data, event_source::system);
-    else
+      // Whatever holds the session (an agent's run, an operator's message, a held message),
+      // the queue's run starts once it is free.
+      net::co_spawn(channel->strand(), start_queued_when_idle(channel), net::detached);
+    } else {
       channel->publish_outside_run(event_type::status, event_source::system, data);
-    start_queued_if_waiting(channel);
+      start_queued_if_waiting(channel);
+    }
     co_return live ? live->id() : std::string();
   };
   auto announcing = net::co_spawn(channel->strand(), announce(), net::use_awaitable);
@@ -222,10 +227,10 @@ net::awaitable<run_start> run_service::hold(std::shared_ptr<session_channel> cha
 }
 
 void run_service::start_queued_if_waiting(const std::shared_ptr<session_channel>& channel) {
-  if (!channel->queue_waiting() || channel->live_run() || channel->closed() || channel->queue_starting) return;
-  channel->queue_starting = true;
+  if (!channel->queue_waiting() || channel->live_run() || channel->closed() || channel->queue_starting()) return;
+  channel->set_queue_starting(true);
   auto done = [this, channel](std::exception_ptr e) {
-    channel->queue_starting = false;
+    channel->set_queue_starting(false);
     if (e) {
       try {
         std::rethrow_exception(e);
@@ -239,6 +244,12 @@ void run_service::start_queued_if_waiting(const std::shared_ptr<session_channel>
   };
   // A member coroutine, not a capturing lambda: its frame owns copies of its arguments.
   net::co_spawn(channel->strand(), start_queued(channel), net::bind_executor(channel->strand(), std::move(done)));
+}
+
+net::awaitable<void> run_service::start_queued_when_idle(std::shared_ptr<session_channel> channel) {
+  auto waiting = channel->wait_idle();
+  co_await std::move(waiting);
+  start_queued_if_waiting(channel);
 }
 
 net::awaitable<void> run_service::start_queued(std::shared_ptr<session_channel> channel) {

@@ -108,6 +108,7 @@ class run_service {
   // On the channel's strand: when messages wait and no run is live, starts the run that takes them.
   void start_queued_if_waiting(const std::shared_ptr<session_channel>& channel);
   boost::asio::awaitable<void> start_queued(std::shared_ptr<session_channel> channel);
+  boost::asio::awaitable<void> start_queued_when_idle(std::shared_ptr<session_channel> channel);
   boost::asio::awaitable<std::optional<idempotency_record>> find_key(const std::string& session_id, const std::string& key);
   boost::asio::awaitable<std::optional<idempotency_record>> wait_for_key(const std::string& session_id, const std::string& key);
   boost::asio::awaitable<run_start> resolve_conflict(const session_record& session, const start_request& request,
