@@ -157,3 +157,32 @@ TEST_CASE("timeline: queued messages survive kill -9 and the session's next run 
   CHECK(messages[2].at("content") == "queued two");
   CHECK(messages[1].at("content") == "and now");
 }
+
+TEST_CASE("timeline: the queue is bounded: the 33rd queued message is 429 and stores nothing; operators wait for the run") {
+  gateway_process gw;
+  const std::string sid = runs::create_mock_session(gw.port(), R"({"think_ms":60000})");
+  auto first = runs::start_message(gw.port(), sid, "a long one");
+  REQUIRE(first->head.status == 200);
+  for (int i = 1; i <= 32; ++i) {
+    auto r = post_with(gw.port(), sid, "queued " + std::to_string(i), "enqueue");
+    REQUIRE(r.status == 202);
+    CHECK(r.json().at("queued") == i);
+  }
+  // status thinking, then one `queued` status each (published with the 202, committed just after).
+  REQUIRE(runs::eventually([&] { return runs::get_session(gw.port(), sid).at("last_event_id") == 33; }));
+  const auto before = runs::get_session(gw.port(), sid).at("last_event_id");
+  runs::check_error(post_with(gw.port(), sid, "one too many", "enqueue"), 429, "too_many_requests");
+  CHECK(runs::get_session(gw.port(), sid).at("last_event_id") == before);
+  // An operator cannot answer over a live run either: 409, nothing stored.
+  runs::check_error(http_call(gw.port(), "POST", "/sessions/" + sid + "/operator-messages", R"({"content":"hi"})"), 409,
+                    "run_in_progress");
+  CHECK(runs::get_session(gw.port(), sid).at("message_count") == 1);
+  // Ending the live run starts the queue's: all 32, in order, as one turn.
+  REQUIRE(http_call(gw.port(), "POST", "/sessions/" + sid + "/abort").status == 200);
+  REQUIRE(first->read_to_end(10s));
+  REQUIRE(runs::eventually([&] { return runs::get_session(gw.port(), sid).at("message_count") == 34; }, 20s));
+  auto messages = runs::get_messages(gw.port(), sid);  // newest first: the queue's run is live (think_ms)
+  CHECK(messages[0].at("content") == "queued 32");
+  CHECK(messages[31].at("content") == "queued 1");
+  CHECK(messages[32].at("status") == "aborted");
+}
