@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "core/checkpoint_json.hpp"
+#include "core/events/event_source.hpp"
 #include "core/time_format.hpp"
 
 namespace agw::core {
@@ -39,6 +40,10 @@ conversation_state parse_checkpoint(std::string_view text, const std::string& se
   return state;
 }
 
+std::string_view message_source(const message_record& m) {
+  return m.source.empty() ? default_message_source(m.role) : std::string_view(m.source);
+}
+
 boost::json::object message_json(const message_record& m) {
   return {{"id", m.id},
           {"session_id", m.session_id},
@@ -50,6 +55,7 @@ boost::json::object message_json(const message_record& m) {
           {"model_used", or_null(m.model_used)},
           {"parent_id", or_null(m.parent_id)},
           {"status", m.status},
+          {"source", message_source(m)},
           {"created_at", format_rfc3339_ms(m.created_at_ms)}};
 }
 

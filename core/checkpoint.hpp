@@ -42,6 +42,9 @@ std::string serialize_checkpoint(const conversation_state& state);
 // Throws std::runtime_error on a checkpoint this build cannot read.
 conversation_state parse_checkpoint(std::string_view text, const std::string& session_id);
 
+// The message's source, or its role's default when it was stored without one.
+std::string_view message_source(const message_record& m);
+
 // The API's Message object.
 boost::json::object message_json(const message_record& m);
 

@@ -25,16 +25,19 @@ std::optional<std::int64_t> opt_int(const boost::json::object& o, std::string_vi
 }  // namespace
 
 boost::json::object message_to_json(const message_record& m) {
-  return {{"id", m.id},
-          {"role", m.role},
-          {"content", m.content},
-          {"tool_calls", m.tool_calls},
-          {"tool_call_id", or_null(m.tool_call_id)},
-          {"token_count", or_null(m.token_count)},
-          {"model_used", or_null(m.model_used)},
-          {"parent_id", or_null(m.parent_id)},
-          {"status", m.status},
-          {"created_at_ms", m.created_at_ms}};
+  boost::json::object out{{"id", m.id},
+                          {"role", m.role},
+                          {"content", m.content},
+                          {"tool_calls", m.tool_calls},
+                          {"tool_call_id", or_null(m.tool_call_id)},
+                          {"token_count", or_null(m.token_count)},
+                          {"model_used", or_null(m.model_used)},
+                          {"parent_id", or_null(m.parent_id)},
+                          {"status", m.status},
+                          {"created_at_ms", m.created_at_ms}};
+  // Absent when unknown (a message from before sources): its readers default it by role.
+  if (!m.source.empty()) out["source"] = m.source;
+  return out;
 }
 
 message_record message_from_json(const boost::json::object& o, const std::string& session_id) {
@@ -50,6 +53,7 @@ message_record message_from_json(const boost::json::object& o, const std::string
   m.parent_id = opt_string(o, "parent_id");
   m.status = std::string(o.at("status").as_string());
   m.created_at_ms = o.at("created_at_ms").to_number<std::int64_t>();
+  m.source = opt_string(o, "source").value_or("");
   return m;
 }
 

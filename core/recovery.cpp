@@ -64,6 +64,9 @@ bool close_interrupted_run(store_connection& c, const clock& time, const session
     if (s.last_event_id <= state.run->events_before) return false;
     auto last = c.events_after(s.id, std::max<std::int64_t>(0, s.last_event_id - 1), 1);
     if (!last.empty() && last.front()->type == event_type::done && last.front()->run_id() == state.run->id) return false;
+    // Events of no run (custom events, held messages) or an operator's turn may follow the
+    // run's done (docs/timeline.md): then its done is further back among its own events.
+    if (read_run(c, s.id, *state.run).done_status) return false;
     if (state.messages.empty() || state.messages.back().role != "assistant") return false;
     const std::int64_t next = std::max(s.last_event_id, state.run->events_before) + 1;
     auto done =

@@ -27,6 +27,7 @@ boost::json::object to_json(const session_record& s, const std::optional<run_sum
   out["updated_at"] = format_rfc3339_ms(s.updated_at_ms);
   out["message_count"] = s.message_count;
   out["last_event_id"] = s.last_event_id;
+  out["mode"] = s.mode;
   if (run)
     out["run"] =
         boost::json::object{{"id", run->id}, {"state", "running"}, {"started_at", format_rfc3339_ms(run->started_at_ms)}};

@@ -28,6 +28,7 @@ struct session_record {
   std::int64_t updated_at_ms = 0;
   std::int64_t message_count = 0;  // derived from the messages projection when read
   std::int64_t last_event_id = 0;
+  std::string mode = "auto";  // auto: the agent answers; manual: a human operator does (docs/timeline.md)
 };
 
 // The contract's Session object.

@@ -6,6 +6,7 @@
 
 #include "core/agents/provider_registry.hpp"
 #include "core/api_error.hpp"
+#include "core/runs/multitask.hpp"
 
 namespace agw::core {
 namespace {
@@ -48,6 +49,11 @@ boost::json::object parse_config(const boost::json::value& v) {
   return v.get_object();
 }
 
+std::string parse_mode(const boost::json::value& v) {
+  if (!v.is_string() || (v.get_string() != "auto" && v.get_string() != "manual")) bad("mode must be \"auto\" or \"manual\"");
+  return std::string(v.get_string());
+}
+
 std::string parse_status(const boost::json::value& v) {
   if (!v.is_string() || (v.get_string() != "active" && v.get_string() != "inactive"))
     bad("status must be \"active\" or \"inactive\"");
@@ -69,6 +75,8 @@ void validate_config(const boost::json::object& config) {
     bool ok = (t->is_int64() && t->get_int64() > 0) || (t->is_uint64() && t->get_uint64() > 0 && t->get_uint64() < (1ull << 32));
     if (!ok) bad("config.max_tokens must be a positive integer");
   }
+  if (auto* m = config.if_contains("multitask"); m && (!m->is_string() || !multitask_named(m->get_string())))
+    bad("config.multitask must be \"reject\", \"enqueue\" or \"interrupt\"");
   // The provider's own options last, after the fields every provider shares.
   provider.validate(config);
 }
@@ -85,6 +93,7 @@ session_record parse_session_create(const boost::json::value& body) {
   if (auto* v = o.if_contains("config"); v && !v->is_null()) s.config = parse_config(*v);
   if (auto* v = o.if_contains("scopes"); v && !v->is_null()) s.scopes = parse_string_map(*v, "scopes");
   if (auto* v = o.if_contains("metadata"); v && !v->is_null()) s.metadata = parse_string_map(*v, "metadata");
+  if (auto* v = o.if_contains("mode")) s.mode = parse_mode(*v);
   return s;
 }
 
@@ -96,6 +105,7 @@ void apply_session_patch(const boost::json::value& body, session_record& session
   if (auto* v = o.if_contains("config")) next.config = v->is_null() ? boost::json::object{} : parse_config(*v);
   if (auto* v = o.if_contains("metadata")) next.metadata = v->is_null() ? string_map{} : parse_string_map(*v, "metadata");
   if (auto* v = o.if_contains("status")) next.status = parse_status(*v);
+  if (auto* v = o.if_contains("mode")) next.mode = parse_mode(*v);
   session = std::move(next);
 }
 

@@ -26,7 +26,7 @@ struct session_limits {
 // Fields a POST /sessions body may set; unset fields keep the defaults.
 session_record parse_session_create(const boost::json::value& body);
 
-// Applies a PATCH body (title, config, metadata, status) to `session`.
+// Applies a PATCH body (title, config, metadata, status, mode) to `session`.
 void apply_session_patch(const boost::json::value& body, session_record& session);
 
 struct session_filter {

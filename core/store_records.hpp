@@ -22,6 +22,9 @@ struct message_record {
   std::optional<std::string> parent_id;
   std::string status = "complete";  // complete | aborted | error | interrupted
   std::int64_t created_at_ms = 0;
+  // Who wrote it (core/events/event_source.hpp); empty for a message stored before
+  // sources, read as its role's default (message_source()).
+  std::string source;
 };
 
 struct message_page {

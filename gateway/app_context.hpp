@@ -16,6 +16,7 @@ class health_service;
 class message_service;
 class run_service;
 class session_service;
+class timeline_service;
 class webhook_service;
 }  // namespace agw::core
 
@@ -35,9 +36,10 @@ struct app_context {
   core::health_service& health;
   router routes{};
   std::atomic<bool> draining{false};
-  webhook_dispatcher* webhooks = nullptr;  // set by the server; delivers the callback outbox
-  rate_limiter* rate = nullptr;            // set by the server when GATEWAY_RATE_LIMIT is on
-  auth::access_control access{config};     // API keys, the metrics key, stream tokens
+  webhook_dispatcher* webhooks = nullptr;      // set by the server; delivers the callback outbox
+  rate_limiter* rate = nullptr;                // set by the server when GATEWAY_RATE_LIMIT is on
+  auth::access_control access{config};         // API keys, the metrics key, stream tokens
+  core::timeline_service* timeline = nullptr;  // set by the server: custom events, operator messages
 };
 
 // Registers every API route on app.routes.

@@ -26,6 +26,7 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       health_(storage.store),
       webhooks_(io_.primary().get_executor(), deliveries_, config, stats_, time),
       runs_(storage.store, hub_, sessions_, stats_, time, [this] { webhooks_.wake(); }),
+      timeline_(storage.store, hub_, runs_.conversations(), time),
       rate_(config.rate_limit > 0 ? std::make_unique<rate_limiter>(config.rate_limit, config.rate_burst) : nullptr),
       app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_, rate_.get()},
       drain_(io_, stats_, hub_, runs_, webhooks_, config.drain_timeout),
@@ -33,6 +34,7 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   // The agents' upstream client and profiles, before the first request can make an agent.
   core::install_agent_environment(make_agent_environment(config, tools_));
   runs_.limit_runs(config.max_runs);
+  app_.timeline = &timeline_;
   register_routes(app_);
   boost::system::error_code ec;
   auto address = net::ip::make_address(config.host, ec);

@@ -16,6 +16,7 @@
 #include "core/services/message_service.hpp"
 #include "core/services/run_service.hpp"
 #include "core/services/session_service.hpp"
+#include "core/services/timeline_service.hpp"
 #include "core/services/webhook_service.hpp"
 #include "core/session_hub.hpp"
 #include "core/settings.hpp"
@@ -55,6 +56,7 @@ class server {
   core::health_service health_;
   webhook_dispatcher webhooks_;
   core::run_service runs_;              // after the dispatcher: a run's outbox row wakes it
+  core::timeline_service timeline_;     // after runs_: shares its conversation cache
   std::unique_ptr<rate_limiter> rate_;  // GATEWAY_RATE_LIMIT; null when off
   app_context app_;
   std::unique_ptr<listener> listener_;

@@ -244,6 +244,23 @@ CREATE TRIGGER IF NOT EXISTS sessions_drop_checkpoints AFTER DELETE ON sessions 
   DELETE FROM checkpoints WHERE thread_id = OLD.thread_id;
 END;
 )sql",
+    // 5: the session timeline (docs/timeline.md): who wrote each message (NULL: before
+    //    sources, read by role), the session's mode (auto: the agent answers; manual: a
+    //    human operator does), and messages queued while a run was live (multitask
+    //    enqueue), kept until the next run takes them, in arrival order (seq).
+    R"sql(
+ALTER TABLE messages ADD COLUMN source TEXT;
+ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'auto' CHECK (mode IN ('auto', 'manual'));
+CREATE TABLE queued_messages (
+  seq        INTEGER PRIMARY KEY,
+  id         TEXT NOT NULL UNIQUE,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  content    TEXT NOT NULL,
+  source     TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX queued_messages_session ON queued_messages (session_id, seq);
+)sql",
 };
 
 int user_version(sqlite_database& db) {

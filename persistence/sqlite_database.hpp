@@ -67,6 +67,7 @@ class sqlite_database {
   // For SQL built at run time (not cached).
   statement prepare_uncached(const std::string& sql);
   std::int64_t changes() const { return sqlite3_changes64(db_); }
+  std::int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* handle() { return db_; }
 
  private:

@@ -34,7 +34,7 @@ constexpr const char* session_columns =
     "max(s.last_event_id, COALESCE((SELECT b.last_id FROM event_batches b WHERE b.session_id = s.id "
     "ORDER BY b.first_id DESC LIMIT 1), 0)), "
     // Kept by triggers on messages (migration 3): no row is counted here.
-    "COALESCE((SELECT c.n FROM message_counts c WHERE c.session_id = s.id), 0)";
+    "COALESCE((SELECT c.n FROM message_counts c WHERE c.session_id = s.id), 0), s.mode";
 
 core::session_record read_session(const statement& st) {
   core::session_record s;
@@ -50,11 +50,13 @@ core::session_record read_session(const statement& st) {
   s.updated_at_ms = st.int64(9);
   s.last_event_id = st.int64(10);
   s.message_count = st.int64(11);
+  s.mode = st.text(12);
   return s;
 }
 
 constexpr const char* message_columns =
-    "id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, parent_id, status, created_at";
+    "id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, parent_id, status, created_at, "
+    "source";
 
 core::message_record read_message(const statement& st) {
   core::message_record m;
@@ -70,6 +72,7 @@ core::message_record read_message(const statement& st) {
   m.parent_id = st.optional_text(9);
   m.status = st.text(10);
   m.created_at_ms = st.int64(11);
+  m.source = st.optional_text(12).value_or("");  // NULL: stored before sources (migration 5)
   return m;
 }
 
@@ -102,7 +105,7 @@ void sqlite_store::write_labels(const core::session_record& s) {
 void sqlite_store::insert_session(const core::session_record& s) {
   db_.prepare(
          "INSERT INTO sessions (id, thread_id, title, status, agent_name, config, scopes, metadata, created_at, updated_at, "
-         "last_event_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+         "last_event_id, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(1, s.id)
       .bind(2, s.thread_id)
       .bind(3, s.title)
@@ -114,6 +117,7 @@ void sqlite_store::insert_session(const core::session_record& s) {
       .bind(9, s.created_at_ms)
       .bind(10, s.updated_at_ms)
       .bind(11, s.last_event_id)
+      .bind(12, s.mode)
       .run();
   write_labels(s);
 }
@@ -162,8 +166,8 @@ core::session_page sqlite_store::list_sessions(const core::session_filter& f) {
 
 bool sqlite_store::update_session(const core::session_record& s) {
   db_.prepare(
-         "UPDATE sessions SET title = ?, status = ?, agent_name = ?, config = ?, scopes = ?, metadata = ?, updated_at = ? "
-         "WHERE id = ?")
+         "UPDATE sessions SET title = ?, status = ?, agent_name = ?, config = ?, scopes = ?, metadata = ?, updated_at = ?, "
+         "mode = ? WHERE id = ?")
       .bind(1, s.title)
       .bind(2, s.status)
       .bind(3, s.agent_name)
@@ -171,7 +175,8 @@ bool sqlite_store::update_session(const core::session_record& s) {
       .bind(5, map_to_json(s.scopes))
       .bind(6, map_to_json(s.metadata))
       .bind(7, s.updated_at_ms)
-      .bind(8, s.id)
+      .bind(8, s.mode)
+      .bind(9, s.id)
       .run();
   if (db_.changes() == 0) return false;
   write_labels(s);
@@ -219,11 +224,11 @@ std::vector<core::message_record> sqlite_store::all_messages(std::string_view se
 void sqlite_store::upsert_message(const core::message_record& m) {
   db_.prepare(
          "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, "
-         "parent_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+         "parent_id, status, created_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
          "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, role = excluded.role, content = excluded.content, "
          "tool_calls = excluded.tool_calls, tool_call_id = excluded.tool_call_id, token_count = excluded.token_count, "
          "model_used = excluded.model_used, parent_id = excluded.parent_id, status = excluded.status, "
-         "created_at = excluded.created_at")
+         "created_at = excluded.created_at, source = excluded.source")
       .bind(1, m.id)
       .bind(2, m.session_id)
       .bind(3, m.seq)
@@ -236,6 +241,7 @@ void sqlite_store::upsert_message(const core::message_record& m) {
       .bind(10, m.parent_id)
       .bind(11, m.status)
       .bind(12, m.created_at_ms)
+      .bind(13, m.source.empty() ? std::optional<std::string>() : std::optional<std::string>(m.source))
       .run();
 }
 
@@ -426,6 +432,35 @@ void sqlite_store::insert_idempotency_key(const core::idempotency_record& r) {
 
 void sqlite_store::purge_idempotency_keys(std::int64_t older_than_ms) {
   db_.prepare("DELETE FROM idempotency_keys WHERE created_at < ?").bind(1, older_than_ms).run();
+}
+
+// --- message queue ---
+
+std::int64_t sqlite_store::enqueue_message(const core::queued_message_record& m) {
+  db_.prepare("INSERT INTO queued_messages (id, session_id, content, source, created_at) VALUES (?, ?, ?, ?, ?)")
+      .bind(1, m.id)
+      .bind(2, m.session_id)
+      .bind(3, m.content)
+      .bind(4, m.source)
+      .bind(5, m.created_at_ms)
+      .run();
+  return db_.last_insert_rowid();
+}
+
+std::vector<core::queued_message_record> sqlite_store::take_queued_messages(std::string_view session_id) {
+  std::vector<core::queued_message_record> out;
+  auto st = db_.prepare("SELECT id, content, source, created_at, seq FROM queued_messages WHERE session_id = ? ORDER BY seq");
+  st.bind(1, session_id);
+  while (st.step()) out.push_back({st.text(0), std::string(session_id), st.text(1), st.text(2), st.int64(3), st.int64(4)});
+  if (!out.empty()) db_.prepare("DELETE FROM queued_messages WHERE session_id = ?").bind(1, session_id).run();
+  return out;
+}
+
+std::int64_t sqlite_store::queued_message_count(std::string_view session_id) {
+  auto st = db_.prepare("SELECT COUNT(*) FROM queued_messages WHERE session_id = ?");
+  st.bind(1, session_id);
+  st.step();
+  return st.int64(0);
 }
 
 // --- webhook outbox ---

@@ -57,6 +57,11 @@ class sqlite_store final : public core::store_connection {
   void insert_idempotency_key(const core::idempotency_record& r) override;
   void purge_idempotency_keys(std::int64_t older_than_ms) override;
 
+  // message_queue (migration 5)
+  std::int64_t enqueue_message(const core::queued_message_record& m) override;
+  std::vector<core::queued_message_record> take_queued_messages(std::string_view session_id) override;
+  std::int64_t queued_message_count(std::string_view session_id) override;
+
   void insert_webhook_delivery(const core::webhook_delivery_record& d) override;
   std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override;
   std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,

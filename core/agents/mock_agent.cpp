@@ -99,12 +99,24 @@ net::awaitable<bool> call_tools(run_context& ctx, const mock_options& options) {
   co_return true;
 }
 
-// The newest user message: what the mock echoes back word by word.
+// The turn's user messages (those after the newest assistant-side message; several
+// when queued messages are answered together, docs/timeline.md): what the mock echoes
+// back word by word, one message after the other.
 std::string last_prompt(const run_context& ctx) {
   const auto& messages = ctx.conversation().messages;
-  for (auto it = messages.rbegin(); it != messages.rend(); ++it)
-    if (it->role == "user") return it->content;
-  return {};
+  auto first = messages.size();
+  while (first > 0 && messages[first - 1].role == "user") --first;
+  if (first == messages.size()) {
+    for (auto it = messages.rbegin(); it != messages.rend(); ++it)
+      if (it->role == "user") return it->content;
+    return {};
+  }
+  std::string prompt;
+  for (auto i = first; i < messages.size(); ++i) {
+    if (!prompt.empty()) prompt += '\n';
+    prompt += messages[i].content;
+  }
+  return prompt;
 }
 
 // Streams the tokens on their schedule; false when the run was aborted meanwhile.

@@ -10,6 +10,17 @@ namespace agw::core {
 namespace {
 
 constexpr std::string_view run_lead = "{\"run_id\":\"";
+constexpr std::string_view source_lead = ",\"source\":\"";
+// Rows written before events had sources name none: those events were all the agent's.
+constexpr std::string_view default_source = "ai_agent";
+
+// The source a run event's data names right after its run id (the frame builder's layout).
+std::string_view source_of(std::string_view data, std::size_t after_run) {
+  auto rest = data.substr(after_run);
+  if (!rest.starts_with(source_lead)) return default_source;
+  rest.remove_prefix(source_lead.size());
+  return rest.substr(0, rest.find('"'));
+}
 
 [[noreturn]] void malformed(const char* why) { throw store_error(std::string("malformed event log row: ") + why); }
 
@@ -23,9 +34,13 @@ event_type type_named(std::string_view name) {
 frame_ptr event_from_data(std::int64_t id, event_type type, std::string_view data) {
   if (data.starts_with(run_lead)) {
     const auto close = data.find('"', run_lead.size());
-    if (close != std::string_view::npos && close > run_lead.size())
-      return std::make_shared<const event_frame>(
-          make_event_frame_after_run(id, type, data.substr(run_lead.size(), close - run_lead.size()), data.substr(close + 1)));
+    if (close != std::string_view::npos && close > run_lead.size()) {
+      const auto run = data.substr(run_lead.size(), close - run_lead.size());
+      // Frames from before sources name none: the agent's.
+      const auto source = source_of(data, close + 1);
+      const auto rest = data.substr(data.substr(close + 1).starts_with(source_lead) ? run_lead_size(run, source) : close + 1);
+      return std::make_shared<const event_frame>(make_event_frame_after_run(id, type, run, source, rest));
+    }
   }
   return std::make_shared<const event_frame>(make_event_frame_with_data(id, type, data));
 }
@@ -64,23 +79,30 @@ std::vector<frame_ptr> split_text_frames(std::string_view frames, std::int64_t f
 }  // namespace
 
 void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
-  std::string_view run;
+  std::string_view run, source;
   bool run_named = false;
   for (const auto& f : frames) {
     const bool has_run = !f->run_id().empty();
-    if (has_run && (!run_named || f->run_id() != run)) {
+    const std::string_view data = f->data();
+    const std::string_view from = has_run ? source_of(data, run_lead.size() + f->run_id().size() + 1) : std::string_view();
+    if (has_run && (!run_named || f->run_id() != run || from != source)) {
       run = f->run_id();
+      source = from;
       run_named = true;
       out += 'r';
       out += run;
+      // The agent's runs (nearly all events) name no source: their rows are as before sources.
+      if (source != default_source) {
+        out += ' ';
+        out += source;
+      }
       out += '\n';
     }
     out += has_run ? 'f' : 'd';
     out += f->type_name();
     out += ' ';
-    // After the run id's closing quote.
-    const std::string_view data = f->data();
-    out += has_run ? data.substr(run_lead.size() + run.size() + 1) : data;
+    // After the source's closing quote.
+    out += has_run ? data.substr(run_lead_size(run, source)) : data;
     out += '\n';
   }
 }
@@ -97,7 +119,7 @@ std::string encode_log_frames(std::span<const frame_ptr> frames) {
 std::vector<frame_ptr> decode_log_frames(std::string_view row, std::int64_t first_id) {
   if (row.starts_with("id: ")) return split_text_frames(row, first_id);
   std::vector<frame_ptr> out;
-  std::string run;
+  std::string run, source(default_source);
   std::int64_t id = first_id;
   auto line = [&] {
     const auto nl = row.find('\n');
@@ -119,7 +141,10 @@ std::vector<frame_ptr> decode_log_frames(std::string_view row, std::int64_t firs
     }
     const auto l = line();
     if (kind == 'r') {
-      run = std::string(l.substr(1));
+      const auto named = l.substr(1);
+      const auto space = named.find(' ');
+      run = std::string(named.substr(0, space));
+      source = space == std::string_view::npos ? std::string(default_source) : std::string(named.substr(space + 1));
       continue;
     }
     if (kind != 'f' && kind != 'd') malformed("unknown record");
@@ -127,7 +152,7 @@ std::vector<frame_ptr> decode_log_frames(std::string_view row, std::int64_t firs
     if (space == std::string_view::npos) malformed("record without data");
     const event_type type = type_named(l.substr(1, space - 1));
     const auto rest = l.substr(space + 1);
-    out.push_back(std::make_shared<const event_frame>(kind == 'f' ? make_event_frame_after_run(id, type, run, rest)
+    out.push_back(std::make_shared<const event_frame>(kind == 'f' ? make_event_frame_after_run(id, type, run, source, rest)
                                                                   : make_event_frame_with_data(id, type, rest)));
     ++id;
   }

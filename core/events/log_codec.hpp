@@ -6,8 +6,9 @@
 // type and what follows the run id, about a quarter of the bytes.
 //
 // Records, one per line (JSON data never holds a raw newline):
-//   r<run_id>              the run of the events that follow
-//   f<type> <rest>         an event whose data is {"run_id":"<run>"<rest>
+//   r<run_id>[ <source>]   the run of the events that follow, and their source
+//                          (none named: ai_agent, as every row from before sources)
+//   f<type> <rest>         an event whose data is {"run_id":"<run>","source":"<source>"<rest>
 //   d<type> <data>         an event whose data carries no run id
 //   t<bytes>\n<text>       legacy: a frame's SSE text verbatim (no longer written)
 // Ids are not stored: a row's events are consecutive from its first_id. Every

@@ -60,7 +60,8 @@ std::uint32_t begin_data(std::string& out, std::int64_t id, event_type type) {
   return static_cast<std::uint32_t>(out.size());
 }
 
-event_frame::layout begin_frame(std::string& out, std::int64_t id, event_type type, std::string_view run_id) {
+event_frame::layout begin_frame(std::string& out, std::int64_t id, event_type type, std::string_view run_id,
+                                std::string_view source) {
   event_frame::layout at{};
   at.data_at = begin_data(out, id, type);
   // run_id leads the object so a reader sees which run an event belongs to first.
@@ -68,6 +69,9 @@ event_frame::layout begin_frame(std::string& out, std::int64_t id, event_type ty
   at.run_at = static_cast<std::uint32_t>(out.size());
   at.run_len = static_cast<std::uint32_t>(run_id.size());
   out += run_id;
+  // Source names are fixed ASCII words: nothing to escape.
+  out += "\",\"source\":\"";
+  out += source;
   out += '"';
   return at;
 }
@@ -81,10 +85,11 @@ event_frame end_frame(std::int64_t id, event_type type, std::string text, event_
 
 }  // namespace
 
-event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, const boost::json::object& data) {
+event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, const boost::json::object& data,
+                             event_source source) {
   std::string text;
-  text.reserve(96 + run_id.size());
-  const auto at = begin_frame(text, id, type, run_id);
+  text.reserve(112 + run_id.size());
+  const auto at = begin_frame(text, id, type, run_id, name_of(source));
   if (data.empty()) {
     text += '}';
   } else {
@@ -98,10 +103,10 @@ event_frame make_event_frame(std::int64_t id, event_type type, std::string_view 
 }
 
 event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, std::string_view key,
-                             std::string_view value) {
+                             std::string_view value, event_source source) {
   std::string text;
-  text.reserve(64 + run_id.size() + key.size() + value.size());
-  const auto at = begin_frame(text, id, type, run_id);
+  text.reserve(80 + run_id.size() + key.size() + value.size());
+  const auto at = begin_frame(text, id, type, run_id, name_of(source));
   text += ',';
   append_json_string(text, key);
   text += ':';
@@ -110,10 +115,11 @@ event_frame make_event_frame(std::int64_t id, event_type type, std::string_view 
   return end_frame(id, type, std::move(text), at);
 }
 
-event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view rest) {
+event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view source,
+                                       std::string_view rest) {
   std::string text;
-  text.reserve(48 + run_id.size() + rest.size());
-  const auto at = begin_frame(text, id, type, run_id);
+  text.reserve(64 + run_id.size() + rest.size());
+  const auto at = begin_frame(text, id, type, run_id, source);
   text += rest;
   return end_frame(id, type, std::move(text), at);
 }
@@ -125,6 +131,10 @@ event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::st
   at.data_at = begin_data(text, id, type);
   text += data;
   return end_frame(id, type, std::move(text), at);
+}
+
+std::size_t run_lead_size(std::string_view run_id, std::string_view source) {
+  return std::string_view("{\"run_id\":\"\",\"source\":\"\"").size() + run_id.size() + source.size();
 }
 
 std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + std::to_string(interval.count()) + "\n"; }

@@ -10,21 +10,28 @@
 #include <vector>
 
 #include "core/events/event_frame.hpp"
+#include "core/events/event_source.hpp"
 #include "core/store_records.hpp"
 
 namespace agw::core {
 
 // A numbered frame: id, event and data lines and the blank line that ends it. The
-// data object is {"run_id": run_id, ...data's members in order}; run_id is written
-// as it is (a UUID, or empty: nothing JSON would escape).
-event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, const boost::json::object& data);
-// The same for data with one string member, {"run_id": run_id, key: value}, built
-// without a JSON object (tokens and statuses: most of a run's events).
+// data object is {"run_id": run_id, "source": source, ...data's members in order};
+// run_id is written as it is (a UUID, or empty: nothing JSON would escape). A run's
+// events are its agent's unless said otherwise (docs/timeline.md, "Sources").
+event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, const boost::json::object& data,
+                             event_source source = event_source::ai_agent);
+// The same for data with one string member, {"run_id": run_id, "source": source, key: value},
+// built without a JSON object (tokens and statuses: most of a run's events).
 event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, std::string_view key,
-                             std::string_view value);
-// The same from the data's serialized members: `rest` is what follows the run id's
+                             std::string_view value, event_source source = event_source::ai_agent);
+// The same from the data's serialized members: `rest` is what follows the source's
 // closing quote, from "," or "}" to the end of the object (how the log stores it).
-event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view rest);
+event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view source,
+                                       std::string_view rest);
+// The "run_id" and "source" members every run event's data starts with, as the log
+// codec strips them: {"run_id":"<run>","source":"<source>" is this prefix's length.
+std::size_t run_lead_size(std::string_view run_id, std::string_view source);
 // An event whose data carries no run id: `data` is the whole JSON object, one line.
 event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::string_view data);
 

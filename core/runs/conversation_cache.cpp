@@ -58,4 +58,11 @@ void conversation_cache::erase(std::unordered_map<std::string, slot>::iterator i
   slots_.erase(it);
 }
 
+stored_conversation newest_conversation(conversation_store& c, const session_record& session, conversation_cache::entry* cached) {
+  if (cached && c.latest_checkpoint_version(session.thread_id) == cached->version)
+    return {cached->version, 0, std::move(cached->state)};
+  auto cp = c.latest_conversation(session.thread_id);
+  return cp ? std::move(*cp) : stored_conversation{};
+}
+
 }  // namespace agw::core

@@ -20,6 +20,8 @@
 #include <unordered_map>
 
 #include "core/checkpoint.hpp"
+#include "core/session.hpp"
+#include "core/storage/conversation_store.hpp"
 
 namespace agw::core {
 
@@ -58,5 +60,9 @@ class conversation_cache {
   std::list<std::string> ages_;  // newest first
   std::size_t bytes_ = 0;
 };
+
+// The conversation at the store's newest checkpoint: the cached one while that is still
+// its version (no read of the conversation), else the store's. On a store thread.
+stored_conversation newest_conversation(conversation_store& c, const session_record& session, conversation_cache::entry* cached);
 
 }  // namespace agw::core

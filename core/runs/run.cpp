@@ -6,12 +6,14 @@ namespace agw::core {
 
 namespace net = boost::asio;
 
-run::run(io_strand strand, const clock& time, std::string id, std::int64_t started_at_ms, std::int64_t events_before)
+run::run(io_strand strand, const clock& time, std::string id, std::int64_t started_at_ms, std::int64_t events_before,
+         event_source source)
     : strand_(strand),
       clock_(time),
       id_(std::move(id)),
       started_at_ms_(started_at_ms),
       events_before_(events_before),
+      source_(source),
       sleeper_(time.make_timer(strand)) {}
 
 bool run::request_abort() {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/events/event_source.hpp"
 #include "core/io_executor.hpp"
 #include "core/session.hpp"
 
@@ -19,13 +20,16 @@ namespace agw::core {
 class run : public std::enable_shared_from_this<run> {
  public:
   // `time` must outlive the run (the process's clock does).
-  run(io_strand strand, const clock& time, std::string id, std::int64_t started_at_ms, std::int64_t events_before);
+  // `source`: whose answer the run streams (the agent's; an operator message is a run of its own).
+  run(io_strand strand, const clock& time, std::string id, std::int64_t started_at_ms, std::int64_t events_before,
+      event_source source = event_source::ai_agent);
 
   const std::string& id() const { return id_; }
   std::int64_t started_at_ms() const { return started_at_ms_; }
   // The session's last event id when the run began: its events are the ones after it.
   std::int64_t events_before() const { return events_before_; }
   run_summary summary() const { return {id_, started_at_ms_}; }
+  event_source source() const { return source_; }
 
   // False when the run is already finishing (its end is decided): the abort came too late.
   bool request_abort();
@@ -44,6 +48,7 @@ class run : public std::enable_shared_from_this<run> {
   std::string id_;
   std::int64_t started_at_ms_;
   std::int64_t events_before_;
+  event_source source_;
   std::atomic<bool> abort_{false};
   std::atomic<bool> finishing_{false};
   std::unique_ptr<wait_timer> sleeper_;  // on strand_

@@ -27,14 +27,18 @@ net::awaitable<void> run_context::pace() {
   if (++published_ % 8 == 0) co_await net::post(channel_->strand(), net::use_awaitable);
 }
 
-void run_context::publish(event_type type, const boost::json::object& data) { channel_->publish(run_->id(), type, data); }
+void run_context::publish(event_type type, const boost::json::object& data) {
+  channel_->publish(run_->id(), type, data, run_->source());
+}
 
-void run_context::publish_status(std::string_view s) { channel_->publish(run_->id(), event_type::status, "status", s); }
+void run_context::publish_status(std::string_view s) {
+  channel_->publish(run_->id(), event_type::status, "status", s, run_->source());
+}
 
 void run_context::publish_token(std::string_view text) {
   content_ += text;
   ++tokens_;
-  channel_->publish(run_->id(), event_type::token, "content", text);
+  channel_->publish(run_->id(), event_type::token, "content", text, run_->source());
 }
 
 void run_context::publish_tool_call(const std::string& id, const std::string& name, const boost::json::object& args) {
@@ -55,6 +59,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   asked.id = new_uuid();
   asked.session_id = session_.id;
   asked.role = "assistant";
+  asked.source = std::string(name_of(run_->source()));
   asked.parent_id = user_message_id_;
   asked.created_at_ms = time().wall_ms();
   for (const auto& c : calls) asked.tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"args", c.args}});
@@ -71,6 +76,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
     result.id = new_uuid();
     result.session_id = session_.id;
     result.role = "tool";
+    result.source = std::string(name_of(run_->source()));
     result.content = outcome.result.output;
     result.tool_call_id = c.id;
     result.parent_id = asked.id;

@@ -117,6 +117,13 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   stats.runs_live++;
   run_context ctx(channel, r, std::move(request.session), std::move(request.conversation), tools, request.checkpoint_version);
   ctx.set_client_tools(std::move(request.client_tools));
+  if (request.taken_up_to) channel->note_taken(request.taken_up_to);
+  if (!request.dequeued.empty()) {
+    boost::json::array ids;
+    for (const auto& id : request.dequeued) ids.emplace_back(id);
+    boost::json::object data{{"status", "dequeued"}, {"message_ids", std::move(ids)}};
+    channel->publish(r->id(), event_type::status, data, event_source::system);
+  }
   auto running = run_agent(ctx, std::move(agent_impl));
   co_await std::move(running);
 
@@ -129,6 +136,7 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   answer.session_id = ctx.session().id;
   answer.role = "assistant";
   answer.parent_id = ctx.user_message_id();
+  answer.source = std::string(name_of(r->source()));
   answer.status = aborted ? "aborted" : ctx.failure() ? "error" : "complete";
   std::exception_ptr ending_failure;
   try {

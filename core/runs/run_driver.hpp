@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/agents/agent.hpp"
 #include "core/checkpoint.hpp"
@@ -29,6 +30,10 @@ struct run_request {
   std::function<void(conversation_state, std::int64_t)> conversation_saved = nullptr;
   std::string request_id{};                 // the request that started the run, named in its log line
   std::vector<client_tool> client_tools{};  // tools the run's client declared (AG-UI), offered beside the built-in ones
+  // The queued messages this run answers (multitask enqueue): announced by a `dequeued`
+  // status before the agent starts; taken_up_to is the newest queue seq among them.
+  std::vector<std::string> dequeued{};
+  std::int64_t taken_up_to = 0;
 };
 
 // Runs on the channel's strand; never throws (failures end the run with status error).

@@ -4,9 +4,12 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
@@ -33,17 +36,31 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
   snapshot_last_id_.store(last_event_id);
 }
 
-std::int64_t session_channel::publish(std::string_view run_id, event_type type, const boost::json::object& data) {
+std::int64_t session_channel::publish(std::string_view run_id, event_type type, const boost::json::object& data,
+                                      event_source source) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;  // the session is gone: nothing to store or deliver
-  pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, data)));
+  pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, data, source)));
   return id;
 }
 
-std::int64_t session_channel::publish(std::string_view run_id, event_type type, std::string_view key, std::string_view value) {
+std::int64_t session_channel::publish(std::string_view run_id, event_type type, std::string_view key, std::string_view value,
+                                      event_source source) {
   const std::int64_t id = next_id_++;
   if (closed_) return id;
-  pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, key, value)));
+  pipeline_.push(std::make_shared<const event_frame>(make_event_frame(id, type, run_id, key, value, source)));
+  return id;
+}
+
+std::int64_t session_channel::publish_outside_run(event_type type, event_source source, const boost::json::object& data) {
+  const std::int64_t id = next_id_++;
+  if (closed_) return id;
+  boost::json::object whole;
+  whole.reserve(data.size() + 2);
+  whole["run_id"] = nullptr;
+  whole["source"] = name_of(source);
+  for (const auto& member : data) whole.emplace(member.key(), member.value());
+  pipeline_.push(std::make_shared<const event_frame>(make_event_frame_with_data(id, type, boost::json::serialize(whole))));
   return id;
 }
 
@@ -67,6 +84,7 @@ void session_channel::released(const std::vector<frame_ptr>& batch) {
   snapshot_last_id_.store(pipeline_.committed_id());
   if (run_ended) publish_snapshot();
   cursors_.deliver(batch);
+  if (run_ended) wake_idle_waiters();
   if (deleting_ && !run_) return close_now();
   release_ring_if_idle();
 }
@@ -153,6 +171,7 @@ void session_channel::release_ring_if_idle() {
 void session_channel::set_live_run(std::shared_ptr<run> r) {
   run_ = std::move(r);
   publish_snapshot();
+  if (!run_) wake_idle_waiters();
   // Deleted while a run was only reserved (it never published): nothing else will close us.
   if (!run_ && deleting_ && pipeline_.idle()) close_now();
 }
@@ -168,8 +187,29 @@ void session_channel::close() {
   close_now();
 }
 
+net::awaitable<void> session_channel::wait_idle() {
+  if (!run_ || closed_) co_return;
+  // The handler is move-only; the waiter list holds it in a shared_ptr and posts it back.
+  auto park = [this](auto handler) {
+    auto held = std::make_shared<decltype(handler)>(std::move(handler));
+    idle_waiters_.push_back([held] {
+      auto ex = net::get_associated_executor(*held);
+      net::post(ex, [held] { std::move (*held)(); });
+    });
+  };
+  auto waiting = net::async_initiate<decltype(net::use_awaitable), void()>(park, net::use_awaitable);
+  co_await std::move(waiting);
+}
+
+void session_channel::wake_idle_waiters() {
+  auto waiters = std::move(idle_waiters_);
+  idle_waiters_.clear();
+  for (auto& wake : waiters) wake();
+}
+
 void session_channel::close_now() {
   closed_ = true;
+  wake_idle_waiters();
   pipeline_.close();
   ring_.clear();
   log_.forget(session_id_);

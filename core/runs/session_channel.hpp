@@ -16,6 +16,7 @@
 // Its subscribers are cursors (subscriber_cursors.hpp): a slow reader catches up
 // page by page from the ring or the log, costs one page of memory and never slows
 // the run.
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "core/events/event_buffer.hpp"
+#include "core/events/event_source.hpp"
 #include "core/events/subscriber.hpp"
 #include "core/io_executor.hpp"
 #include "core/metrics.hpp"
@@ -77,9 +79,14 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   // --- on the strand ---
   // Assigns the next id and queues the frame for commit; returns the id.
-  std::int64_t publish(std::string_view run_id, event_type type, const boost::json::object& data);
+  std::int64_t publish(std::string_view run_id, event_type type, const boost::json::object& data,
+                       event_source source = event_source::ai_agent);
   // The same for data with one string member ({"status": ...}, {"content": ...}).
-  std::int64_t publish(std::string_view run_id, event_type type, std::string_view key, std::string_view value);
+  std::int64_t publish(std::string_view run_id, event_type type, std::string_view key, std::string_view value,
+                       event_source source = event_source::ai_agent);
+  // An event of no run (a custom event, a message while no agent answers): its data is
+  // {"run_id": null, "source": source, ...data's members}.
+  std::int64_t publish_outside_run(event_type type, event_source source, const boost::json::object& data);
   // Waits until every event published so far is committed and released.
   boost::asio::awaitable<void> wait_committed();
   // Waits while more than the high watermark of events await their commit.
@@ -101,6 +108,21 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);
+  // Completes (on the strand) once no run is live: at once when none is, else when the
+  // live run's done is released (or the channel closes). Multitask interrupt waits here.
+  boost::asio::awaitable<void> wait_idle();
+
+  // The session's queue (multitask enqueue, docs/timeline.md) as this process saw it:
+  // the newest seq it queued and the newest a run took. A run takes every row the store
+  // holds, so messages wait while queued > taken; both only grow, so the order in which
+  // the store's completions reach the strand does not matter. (Rows left by a crash are
+  // not counted: the session's next run takes them.)
+  void note_queued(std::int64_t seq) { queued_up_to_ = std::max(queued_up_to_, seq); }
+  void note_taken(std::int64_t seq) { taken_up_to_ = std::max(taken_up_to_, seq); }
+  bool queue_waiting() const { return queued_up_to_ > taken_up_to_; }
+  // Set while a run of the queued messages is being started, so only one is.
+  bool queue_starting() const { return queue_starting_; }
+  void set_queue_starting(bool starting) { queue_starting_ = starting; }
 
   // The session was deleted: a live run is aborted and its last events (aborted
   // status, done) still reach its followers, unstored; then every subscriber is closed.
@@ -130,6 +152,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   void publish_snapshot();
   void close_now();
+  void wake_idle_waiters();
   void release_ring_if_idle();
 
   strand_type strand_;
@@ -146,6 +169,10 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   event_buffer ring_;           // the newest committed events
   subscriber_cursors cursors_;  // who gets them, and where each one is
   std::shared_ptr<run> run_;
+  std::int64_t queued_up_to_ = 0;
+  std::int64_t taken_up_to_ = 0;
+  bool queue_starting_ = false;
+  std::vector<std::function<void()>> idle_waiters_;  // wait_idle()'s, woken when run_ clears
 
   // What snapshot() reads from other threads: the last id on every commit (an atomic),
   // the run only when it starts or ends (under the mutex).

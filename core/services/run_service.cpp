@@ -1,7 +1,9 @@
 #include "core/services/run_service.hpp"
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -13,6 +15,7 @@
 #include "core/projection.hpp"
 #include "core/runs/run.hpp"
 #include "core/runs/run_driver.hpp"
+#include "core/runs/run_reservation.hpp"
 #include "core/runs/session_channel.hpp"
 #include "core/services/session_service.hpp"
 #include "core/session_hub.hpp"
@@ -27,46 +30,12 @@ struct run_service::started_run {
   conversation_state conversation;
   std::int64_t checkpoint_version = 0;
   std::optional<idempotency_record> existing_key;  // a concurrent POST won the same key: nothing was stored
+  std::size_t turn = 0;                            // the turn's user messages: the conversation's last ones
+  std::vector<std::string> dequeued;               // ids of the queued messages among them
+  std::int64_t taken_up_to = 0;                    // the newest queue seq taken (0: none)
 };
 
 namespace {
-
-// Result of trying to reserve the session for a new run, on the channel's strand.
-struct reservation {
-  std::shared_ptr<run> created;  // set when this request owns the new run
-  std::string live_run_id;       // set when another run is live
-};
-
-// `time` is the process's clock: it outlives every run.
-net::awaitable<reservation> reserve(std::shared_ptr<session_channel> channel, const clock& time) {
-  auto claim = [channel, &time, started = time.wall_ms()]() -> net::awaitable<reservation> {
-    if (auto live = channel->live_run()) co_return reservation{nullptr, live->id()};
-    auto r = std::make_shared<run>(channel->strand(), time, new_uuid(), started, channel->last_assigned_id());
-    channel->set_live_run(r);
-    co_return reservation{r, ""};
-  };
-  auto claiming = net::co_spawn(channel->strand(), claim(), net::use_awaitable);
-  co_return co_await std::move(claiming);
-}
-
-// Nothing was stored for this request: give the session back.
-net::awaitable<void> release(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r) {
-  auto give_back = [channel, r]() -> net::awaitable<void> {
-    if (channel->live_run() == r) channel->set_live_run(nullptr);
-    co_return;
-  };
-  auto releasing = net::co_spawn(channel->strand(), give_back(), net::use_awaitable);
-  co_await std::move(releasing);
-}
-
-// The conversation at the store's newest checkpoint: the cached one while that is still
-// its version (no read of the conversation), else the store's.
-stored_conversation newest_conversation(store_connection& c, const session_record& session, conversation_cache::entry* cached) {
-  if (cached && c.latest_checkpoint_version(session.thread_id) == cached->version)
-    return {cached->version, 0, std::move(cached->state)};
-  auto cp = c.latest_conversation(session.thread_id);
-  return cp ? std::move(*cp) : stored_conversation{};
-}
 
 message_record user_message(const session_record& session, const std::string& content, const clock& time) {
   message_record user;
@@ -75,6 +44,7 @@ message_record user_message(const session_record& session, const std::string& co
   user.role = "user";
   user.content = content;
   user.created_at_ms = time.wall_ms();
+  user.source = std::string(name_of(event_source::customer));
   return user;
 }
 
@@ -111,6 +81,24 @@ void check_tool_results(const conversation_state& conversation, const std::vecto
   }
 }
 
+message_record from_queue(const queued_message_record& q) {
+  message_record user;
+  user.id = q.id;
+  user.session_id = q.session_id;
+  user.role = "user";
+  user.content = q.content;
+  user.created_at_ms = q.created_at_ms;
+  user.source = q.source;
+  return user;
+}
+
+api_error conflict(const session_record& session, const std::string& live_run_id) {
+  boost::json::object where;
+  where["run_id"] = live_run_id;
+  where["stream_url"] = "/sessions/" + session.id + "/events";
+  return api_error(error_code::run_in_progress, "a run is already live on this session", std::move(where));
+}
+
 }  // namespace
 
 run_service::run_service(store_executor& store, session_hub& hub, session_service& sessions, metrics& stats, const clock& time,
@@ -118,24 +106,49 @@ run_service::run_service(store_executor& store, session_hub& hub, session_servic
     : store_(store), hub_(hub), sessions_(sessions), stats_(stats), clock_(time), outbox_written_(std::move(outbox_written)) {}
 
 net::awaitable<run_start> run_service::start(session_record session, start_request request) {
+  const bool manual = session.mode == "manual";
+  if (manual && !request.may_hold)
+    throw api_error(error_code::run_in_progress, "the session is in manual mode: post its messages to /sessions/{id}/messages");
+  // A held message is stored once, whatever the key: keys name runs (docs/timeline.md).
+  if (manual) request.idempotency_key.reset();
   const std::string hash = input_hash(request);
   if (request.idempotency_key) {
     auto finding = find_key(session.id, *request.idempotency_key);
     auto found = co_await std::move(finding);
     if (found && found->created_at_ms >= clock_.wall_ms() - idempotency_ttl_ms) co_return attach(session, *found, hash);
   }
+  auto policy = request.policy.value_or(configured_multitask(session.config));
+  if (!request.may_hold && policy == multitask::enqueue) policy = multitask::reject;
   auto channel = hub_.channel(session.id, session.last_event_id);
-  auto reserving = reserve(channel, clock_);
-  auto reserved = co_await std::move(reserving);
-  if (!reserved.created) {
-    auto resolving = resolve_conflict(session, request, hash, reserved.live_run_id);
-    co_return co_await std::move(resolving);
+  std::shared_ptr<run> r;
+  // An interrupt waits for the live run to end, then competes for the session again:
+  // a few rounds, then the 409 as if it had been rejected.
+  for (int round = 0; !r; ++round) {
+    auto reserving = reserve(channel, clock_);
+    auto reserved = co_await std::move(reserving);
+    if (reserved.created) {
+      r = reserved.created;
+      break;
+    }
+    // The queue's own run: the live run takes the queue when it ends.
+    if (request.content.empty() && request.tool_results.empty()) co_return run_start{channel};
+    if (request.idempotency_key || policy == multitask::reject || (policy == multitask::interrupt && round >= 3)) {
+      auto resolving = resolve_conflict(session, request, hash, reserved.live_run_id);
+      co_return co_await std::move(resolving);
+    }
+    if (policy == multitask::enqueue) {
+      auto queuing = enqueue(channel, session, request);
+      auto queued = co_await std::move(queuing);
+      if (queued) co_return std::move(*queued);
+      continue;  // the live run ended meanwhile: start one
+    }
+    auto interrupting = interrupt(channel);
+    co_await std::move(interrupting);
   }
-  auto r = reserved.created;
   // Counted from here, not from when the run's coroutine first runs: a burst of POSTs
   // all finding room, or a drain seeing no run while one is being persisted, would
-  // slip in between.
-  if (!admit_run()) {
+  // slip in between. (A held message is no run.)
+  if (!manual && !admit_run()) {
     auto releasing = release(channel, r);
     co_await std::move(releasing);
     throw api_error(error_code::unavailable, "too many runs in progress; retry later");
@@ -148,13 +161,137 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
       stats_.runs_admitted--;
       co_return attach(session, *started.existing_key, hash);
     }
+    if (manual) {
+      auto holding = hold(channel, r, std::move(session), std::move(started));
+      co_return co_await std::move(holding);
+    }
+    if (started.turn == 0) {
+      // The queue was taken by another run meanwhile: nothing to answer.
+      stats_.runs_admitted--;
+      auto releasing = release(channel, r);
+      co_await std::move(releasing);
+      co_return run_start{channel};
+    }
     launch(channel, r, std::move(session), std::move(started), request);
     co_return run_start{channel, r->id(), r->events_before(), false};
   } catch (...) {
     failure = std::current_exception();
   }
-  stats_.runs_admitted--;
+  if (!manual) stats_.runs_admitted--;
   std::rethrow_exception(failure);
+}
+
+net::awaitable<std::optional<run_start>> run_service::enqueue(std::shared_ptr<session_channel> channel, session_record session,
+                                                              start_request request) {
+  queued_message_record queued{
+      new_uuid(), session.id, std::move(request.content), std::string(name_of(event_source::customer)), clock_.wall_ms(), 0};
+  // The bound is checked in the write itself: two POSTs racing for the last place cannot both win.
+  auto write = [queued](store_connection& c) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+    const auto waiting = c.queued_message_count(queued.session_id);
+    if (waiting >= max_queued_messages) return std::nullopt;
+    return std::pair{c.enqueue_message(queued), waiting + 1};
+  };
+  auto stored = co_await store_.async_write(std::move(write), net::use_awaitable);
+  if (!stored)
+    throw api_error(error_code::too_many_requests,
+                    "this session already has " + std::to_string(max_queued_messages) + " queued messages");
+  // Announced on the strand, then: if the live run ended while the row was written, nobody
+  // else will start the queue's run.
+  auto announce = [this, channel, id = queued.id, seq = stored->first,
+                   waiting = stored->second]() -> net::awaitable<std::string> {
+    channel->note_queued(seq);
+    auto live = channel->live_run();
+    boost::json::object data{{"status", "queued"}, {"message_id", id}, {"queued", waiting}};
+    if (live) {
+      channel->publish(live->id(), event_type::status, data, event_source::system);
+      // Whatever holds the session (an agent's run, an operator's message, a held message),
+      // the queue's run starts once it is free.
+      net::co_spawn(channel->strand(), start_queued_when_idle(channel), net::detached);
+    } else {
+      channel->publish_outside_run(event_type::status, event_source::system, data);
+      start_queued_if_waiting(channel);
+    }
+    co_return live ? live->id() : std::string();
+  };
+  auto announcing = net::co_spawn(channel->strand(), announce(), net::use_awaitable);
+  auto live_run_id = co_await std::move(announcing);
+  run_start out{channel, std::move(live_run_id)};
+  out.held = "queued";
+  out.message_id = queued.id;
+  out.queued = stored->second;
+  co_return out;
+}
+
+net::awaitable<void> run_service::interrupt(std::shared_ptr<session_channel> channel) {
+  auto stop = [channel]() -> net::awaitable<void> {
+    auto live = channel->live_run();
+    if (!live) co_return;
+    // Said before the run's own "aborted": why it stops.
+    if (live->request_abort()) channel->publish(live->id(), event_type::status, "status", "interrupted", event_source::system);
+    auto waiting = channel->wait_idle();
+    co_await std::move(waiting);
+  };
+  auto stopping = net::co_spawn(channel->strand(), stop(), net::use_awaitable);
+  co_await std::move(stopping);
+}
+
+net::awaitable<run_start> run_service::hold(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r,
+                                            session_record session, started_run started) {
+  auto& messages = started.conversation.messages;
+  std::vector<message_record> turn(messages.end() - static_cast<std::ptrdiff_t>(started.turn), messages.end());
+  auto announce = [channel, r, turn, taken = started.taken_up_to]() -> net::awaitable<void> {
+    if (taken) channel->note_taken(taken);
+    for (const auto& m : turn) {
+      boost::json::object data{{"message", message_json(m)}};
+      channel->publish_outside_run(event_type::message, event_source::customer, data);
+    }
+    // Durable before the answer, like a run's events; then the session is free.
+    auto committing = channel->wait_committed();
+    co_await std::move(committing);
+    if (channel->live_run() == r) channel->set_live_run(nullptr);
+  };
+  auto announcing = net::co_spawn(channel->strand(), announce(), net::use_awaitable);
+  co_await std::move(announcing);
+  conversations_->give_back(session.id, {started.checkpoint_version, std::move(started.conversation)});
+  run_start out{channel};
+  out.held = "stored";
+  out.message_id = turn.empty() ? std::string() : turn.back().id;
+  co_return out;
+}
+
+void run_service::start_queued_if_waiting(const std::shared_ptr<session_channel>& channel) {
+  if (!channel->queue_waiting() || channel->live_run() || channel->closed() || channel->queue_starting()) return;
+  channel->set_queue_starting(true);
+  auto done = [this, channel](std::exception_ptr e) {
+    channel->set_queue_starting(false);
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& why) {
+        spdlog::warn("session {}: the run of its queued messages did not start: {}", channel->session_id(), why.what());
+      }
+      return;
+    }
+    // Queued while this one was starting, and it took none of them: look again.
+    start_queued_if_waiting(channel);
+  };
+  // A member coroutine, not a capturing lambda: its frame owns copies of its arguments.
+  net::co_spawn(channel->strand(), start_queued(channel), net::bind_executor(channel->strand(), std::move(done)));
+}
+
+net::awaitable<void> run_service::start_queued_when_idle(std::shared_ptr<session_channel> channel) {
+  auto waiting = channel->wait_idle();
+  co_await std::move(waiting);
+  start_queued_if_waiting(channel);
+}
+
+net::awaitable<void> run_service::start_queued(std::shared_ptr<session_channel> channel) {
+  auto finding = sessions_.require(channel->session_id());
+  auto session = co_await std::move(finding);
+  start_request request;
+  request.may_hold = true;  // in manual mode the queue's messages are held, not answered
+  auto starting = start(std::move(session), std::move(request));
+  co_await std::move(starting);
 }
 
 bool run_service::admit_run() {
@@ -215,10 +352,7 @@ net::awaitable<run_start> run_service::resolve_conflict(const session_record& se
     auto found = co_await std::move(waiting);
     if (found) co_return attach(session, *found, hash);
   }
-  boost::json::object where;
-  where["run_id"] = live_run_id;
-  where["stream_url"] = "/sessions/" + session.id + "/events";
-  throw api_error(error_code::run_in_progress, "a run is already live on this session", std::move(where));
+  throw conflict(session, live_run_id);
 }
 
 // The user message is durable (checkpoint + projection + idempotency key) before any byte of the answer.
@@ -229,9 +363,14 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
                                                                            const std::string& hash) {
   std::shared_ptr<conversation_cache::entry> cached;
   if (auto kept = conversations_->take(session.id)) cached = std::make_shared<conversation_cache::entry>(std::move(*kept));
-  auto persist = [session, input = input_messages(session, request, clock_), run_id = r->id(), started = r->started_at_ms(),
-                  first = r->events_before(), key = request.idempotency_key, hash, callback_url = request.callback_url,
-                  &time = clock_, cached](store_connection& c) {
+  const bool manual = session.mode == "manual";
+  // The request's own input: its user message, or the client's tool results; none for the
+  // queue's run (then only queued messages make the turn).
+  std::vector<message_record> input;
+  if (!request.content.empty() || !request.tool_results.empty()) input = input_messages(session, request, clock_);
+  auto persist = [session, input, run_id = r->id(), started = r->started_at_ms(), first = r->events_before(),
+                  key = request.idempotency_key, hash, callback_url = request.callback_url, manual, &time = clock_,
+                  cached](store_connection& c) {
     started_run out;
     if (key) {
       // Expired keys go first: a key past its TTL starts a new run, it does not attach.
@@ -245,17 +384,30 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
     auto newest = newest_conversation(c, session, cached.get());
     out.conversation = std::move(newest.state);
     out.checkpoint_version = newest.version;
-    if (input.front().role == "tool") {
+    const bool tool_results = !input.empty() && input.front().role == "tool";
+    if (tool_results) {
       std::vector<client_tool_result> results;
       for (const auto& m : input) results.push_back({*m.tool_call_id, m.content});
       check_tool_results(out.conversation, results);
+    } else {
+      // The turn: every queued message, in arrival order, then this request's (docs/timeline.md).
+      // Tool results take none: they must follow the calls they answer; the queue's run,
+      // started when this run ends, takes them.
+      for (const auto& q : c.take_queued_messages(session.id)) {
+        out.conversation.messages.push_back(from_queue(q));
+        out.dequeued.push_back(q.id);
+        out.taken_up_to = std::max(out.taken_up_to, q.seq);
+      }
     }
-    const auto first_new = out.conversation.messages.size();
-    for (const auto& m : input) {
-      out.conversation.messages.push_back(m);
-      out.conversation.messages.back().seq = static_cast<std::int64_t>(out.conversation.messages.size());
-    }
-    out.conversation.run = checkpoint_run{run_id, "running", input.back().id, started, std::nullopt, first, callback_url};
+    for (const auto& m : input) out.conversation.messages.push_back(m);
+    out.turn = out.dequeued.size() + input.size();
+    if (out.turn == 0) return out;  // the queue's run, and another run took the queue
+    const auto first_new = out.conversation.messages.size() - out.turn;
+    for (auto i = first_new; i < out.conversation.messages.size(); ++i)
+      out.conversation.messages[i].seq = static_cast<std::int64_t>(i + 1);
+    // A held message is no run: the checkpoint keeps the last run's state.
+    const auto& last = out.conversation.messages.back();
+    if (!manual) out.conversation.run = checkpoint_run{run_id, "running", last.id, started, std::nullopt, first, callback_url};
     save_checkpoint(c, time, session, ++out.checkpoint_version, out.conversation, first_new);
     return out;
   };
@@ -268,6 +420,9 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
   }
   // Nothing was written for a key another POST holds: the conversation is as it was.
   if (!failure && started.existing_key && cached) conversations_->give_back(session.id, std::move(*cached));
+  // Nothing was written for a queue another run took: the conversation read is still the newest.
+  if (!failure && !started.existing_key && started.turn == 0)
+    conversations_->give_back(session.id, {started.checkpoint_version, std::move(started.conversation)});
   if (failure || started.existing_key) {
     auto releasing = release(channel, r);
     co_await std::move(releasing);
@@ -289,13 +444,17 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
                       outbox_written_,
                       std::move(keep),
                       std::move(start.request_id),
-                      std::move(start.client_tools)};
+                      std::move(start.client_tools),
+                      std::move(started.dequeued),
+                      started.taken_up_to};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
-  // The admission (admit_run) ends with the run.
-  net::co_spawn(channel->strand(), std::move(driver), [run_id = r->id(), &stats = stats_](std::exception_ptr e) {
-    stats.runs_admitted--;
+  // The admission (admit_run) ends with the run; then the queue's run, if messages wait.
+  auto ended = [this, channel, run_id = r->id()](std::exception_ptr e) {
+    stats_.runs_admitted--;
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);
-  });
+    start_queued_if_waiting(channel);
+  };
+  net::co_spawn(channel->strand(), std::move(driver), net::bind_executor(channel->strand(), std::move(ended)));
 }
 
 run_start run_service::attach(const session_record& session, const idempotency_record& key, const std::string& hash) const {

@@ -1,7 +1,7 @@
 #pragma once
 // One connection to a store: the unit of work that core's services use. It offers
 // every storage port (each names what it holds: session_catalog,
-// conversation_store, event_log, idempotency_keys, webhook_outbox) and the
+// conversation_store, event_log, idempotency_keys, message_queue, webhook_outbox) and the
 // transaction control the store_executor uses, so that what several ports write
 // in one job commits or rolls back together (the final checkpoint with its
 // webhook outbox row).
@@ -12,6 +12,7 @@
 #include "core/storage/conversation_store.hpp"
 #include "core/storage/event_log.hpp"
 #include "core/storage/idempotency_keys.hpp"
+#include "core/storage/message_queue.hpp"
 #include "core/storage/session_catalog.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/storage/webhook_outbox.hpp"
@@ -22,6 +23,7 @@ class store_connection : public session_catalog,
                          public conversation_store,
                          public event_log,
                          public idempotency_keys,
+                         public message_queue,
                          public webhook_outbox {
  public:
   // Transactions. The executor wraps each write job in a savepoint inside one

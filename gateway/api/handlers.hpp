@@ -24,6 +24,10 @@ awaitable<handler_result> rebuild_messages(request_context& ctx);
 awaitable<handler_result> session_events(request_context& ctx);
 // HEAD of the above: headers only, no stream.
 awaitable<handler_result> session_events_head(request_context& ctx);
+// The session timeline (docs/timeline.md): POST /sessions/{id}/events appends a custom
+// event; POST /sessions/{id}/operator-messages stores and delivers an operator's answer.
+awaitable<handler_result> post_custom_event(request_context& ctx);
+awaitable<handler_result> post_operator_message(request_context& ctx);
 // POST /sessions/{id}/stream-token: a short-lived token for ?token= on that session's /events.
 awaitable<handler_result> issue_stream_token(request_context& ctx);
 

@@ -2,6 +2,7 @@
 // The use cases are core::run_service and core::message_service; here: the request's
 // HTTP shape, the callback URL's address check (DNS is the gateway's) and the answer.
 #include "core/checkpoint.hpp"
+#include "core/runs/multitask.hpp"
 #include "core/services/message_service.hpp"
 #include "core/services/run_service.hpp"
 #include "core/services/session_service.hpp"
@@ -31,6 +32,12 @@ core::start_request parse_message_request(const request& req) {
   if (text.find_first_not_of(" \t\r\n\f\v") == std::string::npos)
     throw api_error(error_code::bad_request, "content must be a non-empty string");
   core::start_request out{std::move(text), std::nullopt, std::nullopt};
+  out.may_hold = true;  // this handler answers a queued or held message with 202
+  if (const auto* m = o.if_contains("multitask"); m && !m->is_null()) {
+    auto named = m->is_string() ? core::multitask_named(m->get_string()) : std::nullopt;
+    if (!named) throw api_error(error_code::bad_request, "multitask must be \"reject\", \"enqueue\" or \"interrupt\"");
+    out.policy = *named;
+  }
   if (const auto* cb = o.if_contains("callback_url"); cb && !cb->is_null()) {
     if (!cb->is_string() || cb->get_string().empty())
       throw api_error(error_code::bad_request, "callback_url must be a URL string");
@@ -71,6 +78,16 @@ awaitable<handler_result> post_message(request_context& ctx) {
   const std::string session_id = session.id;
   auto starting = app.runs.start(std::move(session), std::move(message));
   auto started = co_await std::move(starting);
+  if (!started.held.empty()) {
+    // No run started for this message: where it went, and where its answer will stream.
+    boost::json::object held{
+        {"status", started.held}, {"message_id", started.message_id}, {"stream_url", "/sessions/" + session_id + "/events"}};
+    if (started.held == "queued") {
+      held["run_id"] = started.run_id.empty() ? boost::json::value(nullptr) : boost::json::value(started.run_id);
+      held["queued"] = started.queued;
+    }
+    co_return json_response(http::status::accepted, held, ctx.req.version());
+  }
   co_return co_await stream_run(ctx, started.channel, session_id, started.run_id, started.after_id);
 }
 

@@ -22,6 +22,8 @@ void register_routes(app_context& app) {
   r.add(verb::post, "/sessions/{}/rebuild", api::rebuild_messages);
   r.add(verb::get, "/sessions/{}/events", api::session_events);
   r.add(verb::head, "/sessions/{}/events", api::session_events_head);
+  r.add(verb::post, "/sessions/{}/events", api::post_custom_event);
+  r.add(verb::post, "/sessions/{}/operator-messages", api::post_operator_message);
   r.add(verb::post, "/sessions/{}/stream-token", api::issue_stream_token);
   r.add(verb::post, "/sessions/{}/chat", api::post_chat);
   r.add(verb::get, "/sessions/{}/chat/stream", api::resume_chat_stream);

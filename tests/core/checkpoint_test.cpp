@@ -147,12 +147,19 @@ TEST_CASE("checkpoint: message_json field set") {
   m.session_id = "sess";
   const auto o = message_json(m);
   const char* fields[] = {"id",          "session_id", "role",      "content", "tool_calls", "tool_call_id",
-                          "token_count", "model_used", "parent_id", "status",  "created_at"};
+                          "token_count", "model_used", "parent_id", "status",  "created_at", "source"};
   CHECK(o.size() == std::size(fields));
   for (const char* f : fields) {
     CAPTURE(f);
     CHECK(o.contains(f));
   }
+  // Stored before sources: its role's default; otherwise the stored one, round-tripped.
+  CHECK(o.at("source") == (m.role == "user" ? "customer" : "ai_agent"));
+  m.source = "human_agent";
+  CHECK(message_json(m).at("source") == "human_agent");
+  agw::core::conversation_state state;
+  state.messages.push_back(m);
+  CHECK(parse_checkpoint(serialize_checkpoint(state), "sess").messages[0].source == "human_agent");
   CHECK(o.at("id") == "m2");
   CHECK(o.at("session_id") == "sess");
   CHECK(o.at("role") == "assistant");

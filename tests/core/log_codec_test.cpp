@@ -141,3 +141,27 @@ TEST_CASE("log_codec: a malformed row is a store_error") {
     CHECK_THROWS_AS(decode_log_frames(r, 1), agw::core::store_error);
   }
 }
+
+TEST_CASE("log_codec: events logged before sources read as the agent's; other sources are named with the run") {
+  // A row as written before sources: the run, then records without a source.
+  const auto old = decode_log_frames("rr\nftoken ,\"content\":\"a\"}\n", 3);
+  REQUIRE(old.size() == 1);
+  CHECK(old[0]->data() == R"({"run_id":"r","source":"ai_agent","content":"a"})");
+  const auto text = decode_log_frames("id: 4\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"b\"}\n\n", 4);
+  REQUIRE(text.size() == 1);
+  CHECK(text[0]->data() == R"({"run_id":"r","source":"ai_agent","content":"b"})");
+
+  // The agent's events are stored exactly as before; an operator's name their source once.
+  const std::vector<frame_ptr> frames{
+      std::make_shared<const event_frame>(make_event_frame(1, event_type::token, "a", "content", "x")),
+      std::make_shared<const event_frame>(
+          make_event_frame(2, event_type::token, "h", "content", "y", agw::core::event_source::human_agent)),
+      std::make_shared<const event_frame>(
+          make_event_frame(3, event_type::done, "h", boost::json::object{}, agw::core::event_source::human_agent)),
+  };
+  const auto row = encode_log_frames(frames);
+  CHECK(row == "ra\nftoken ,\"content\":\"x\"}\nrh human_agent\nftoken ,\"content\":\"y\"}\nfdone }\n");
+  const auto back = decode_log_frames(row, 1);
+  REQUIRE(back.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(back[i]->sse == frames[i]->sse);
+}

@@ -32,33 +32,38 @@ TEST_CASE("sse_format: make_event_frame exact bytes") {
     std::string data_line;  // expected JSON
   };
   const row rows[] = {
-      {"newline escaped", 7, "token", "r", {{"content", "a\nb"}}, R"({"run_id":"r","content":"a\nb"})"},
-      {"cr and tab escaped", 8, "token", "r", {{"content", "a\r\nb\tc"}}, R"({"run_id":"r","content":"a\r\nb\tc"})"},
+      {"newline escaped", 7, "token", "r", {{"content", "a\nb"}}, R"({"run_id":"r","source":"ai_agent","content":"a\nb"})"},
+      {"cr and tab escaped",
+       8,
+       "token",
+       "r",
+       {{"content", "a\r\nb\tc"}},
+       R"({"run_id":"r","source":"ai_agent","content":"a\r\nb\tc"})"},
       {"quotes and backslash",
        9,
        "token",
        "r",
        {{"content", "say \"hi\" \\o/"}},
-       R"({"run_id":"r","content":"say \"hi\" \\o/"})"},
+       R"({"run_id":"r","source":"ai_agent","content":"say \"hi\" \\o/"})"},
       {"unicode passes through",
        10,
        "token",
        "run-1",
        {{"content", "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"}},
-       "{\"run_id\":\"run-1\",\"content\":\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\"}"},
-      {"empty data", 1, "status", "r", {}, R"({"run_id":"r"})"},
+       "{\"run_id\":\"run-1\",\"source\":\"ai_agent\",\"content\":\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\"}"},
+      {"empty data", 1, "status", "r", {}, R"({"run_id":"r","source":"ai_agent"})"},
       {"keys after run_id in given order",
        123456789012,
        "done",
        "x",
        {{"b", 1}, {"a", true}, {"c", nullptr}},
-       R"({"run_id":"x","b":1,"a":true,"c":null})"},
+       R"({"run_id":"x","source":"ai_agent","b":1,"a":true,"c":null})"},
       {"nested values",
        2,
        "tool_call",
        "r",
        {{"args", boost::json::object{{"x", boost::json::array{1, 2}}}}},
-       R"({"run_id":"r","args":{"x":[1,2]}})"},
+       R"({"run_id":"r","source":"ai_agent","args":{"x":[1,2]}})"},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -89,7 +94,7 @@ TEST_CASE("sse_format: the one-string-member form writes what the object form wr
 
 TEST_CASE("sse_format: make_event_frame with the brief's example") {
   const auto f = make_event_frame(7, event_type::token, "r", {{"content", "a\nb"}});
-  CHECK(f.sse == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"a\\nb\"}\n\n");
+  CHECK(f.sse == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"ai_agent\",\"content\":\"a\\nb\"}\n\n");
 }
 
 TEST_CASE("sse_format: retry_line, heartbeat_line") {
@@ -114,6 +119,8 @@ TEST_CASE("sse_format: a frame's record goes through the log codec and comes bac
       make_event_frame(1, event_type::status, "run-x", {{"state", "running"}}),
       make_event_frame(9007199254740993, event_type::done, "r2", {{"content", "h\xC3\xA9"}, {"n", 3}}),
       make_event_frame(42, event_type::tool_result, "", {{"output", "line1\nline2\n\nline4"}}),
+      // Another source than the agent's: the log names it with the run.
+      make_event_frame(43, event_type::token, "op-run", "content", "hi", agw::core::event_source::human_agent),
   };
   for (const auto& original : frames) {
     CAPTURE(original.sse);
@@ -144,7 +151,8 @@ TEST_CASE("sse_format: strings are escaped exactly as boost::json serializes the
     CAPTURE(b);
     const std::string value = std::string("a") + static_cast<char>(b) + "z";
     const auto frame = agw::core::make_event_frame(1, event_type::token, "r", "content", value);
-    const std::string expected = R"({"run_id":"r","content":)" + boost::json::serialize(boost::json::string(value)) + "}";
+    const std::string expected =
+        R"({"run_id":"r","source":"ai_agent","content":)" + boost::json::serialize(boost::json::string(value)) + "}";
     CHECK(frame.data() == expected);
   }
 }

@@ -65,11 +65,11 @@ TEST_CASE("runs: one stream, byte by byte") {
   CHECK(r->parser.event_types() == std::vector<std::string>{"status", "token", "token", "token", "usage", "done"});
   REQUIRE(frames.size() == 6);
   for (std::size_t i = 0; i < frames.size(); ++i) CHECK(*frames[i].id == static_cast<std::int64_t>(i + 1));
-  CHECK(frames[0].data == boost::json::parse(R"({"run_id":")" + run_id + R"(","status":"thinking"})"));
-  CHECK(frames[1].data == boost::json::parse(R"({"run_id":")" + run_id + R"(","content":"hello"})"));
+  CHECK(frames[0].data == boost::json::parse(R"({"run_id":")" + run_id + R"(","source":"ai_agent","status":"thinking"})"));
+  CHECK(frames[1].data == boost::json::parse(R"({"run_id":")" + run_id + R"(","source":"ai_agent","content":"hello"})"));
   CHECK(frames[2].field("content") == " there");
   CHECK(frames[3].field("content") == " world");
-  for (int i = 1; i <= 3; ++i) CHECK(frames[i].obj().size() == 2);
+  for (int i = 1; i <= 3; ++i) CHECK(frames[i].obj().size() == 3);  // run_id, source, content
 
   const auto& usage = frames[4].obj();
   INFO("usage: " << frames[4].data_text);
@@ -211,7 +211,7 @@ TEST_CASE("runs: a tool call streams tool_call and tool_result") {
   REQUIRE(p.count("tool_result") == 1);
   const auto& call = p.first("tool_call")->obj();
   const auto& result = p.first("tool_result")->obj();
-  CHECK(call.size() == 4);  // run_id, id, name, args
+  CHECK(call.size() == 5);  // run_id, source, id, name, args
   REQUIRE(call.contains("id"));
   REQUIRE(call.at("id").is_string());
   CHECK(!call.at("id").as_string().empty());

@@ -86,6 +86,9 @@ TEST_CASE("checkpoint migration: version 2 whole-state rows become snapshots tha
     for (const auto& m : versions.back().messages) store->upsert_message(m);
     insert_old_row(*store, "s2", 1, agw::core::serialize_checkpoint(versions.front()));
     insert_old_row(*store, "s2", 2, "not json");  // unreadable: kept as it was, as before
+    // Nor had a version 2 file what migration 5 adds.
+    store->database().exec(
+        "ALTER TABLE messages DROP COLUMN source; ALTER TABLE sessions DROP COLUMN mode; DROP TABLE queued_messages;");
   }
   auto store = db.open();
   CHECK(pragma_text(*store, "user_version") == std::to_string(agw::persistence::schema_version()));

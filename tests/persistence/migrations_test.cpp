@@ -15,6 +15,10 @@ using agw::test::make_session;
 using agw::test::pragma_text;
 using agw::test::temp_db;
 
+// What migration 5 added, taken away again: a file from before it.
+constexpr const char* undo_migration_5 =
+    "ALTER TABLE messages DROP COLUMN source; ALTER TABLE sessions DROP COLUMN mode; DROP TABLE queued_messages;";
+
 std::set<std::string> table_names(sqlite_store& store) {
   std::set<std::string> out;
   auto st = store.database().prepare_uncached("SELECT name FROM sqlite_master WHERE type = 'table'");
@@ -27,11 +31,11 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 4);
+  CHECK(schema_version() == 5);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
-                                                     "message_counts", "messages", "session_labels", "sessions",
-                                                     "sqlite_sequence", "webhook_attempts", "webhook_deliveries"});
+                                                     "queued_messages", "message_counts", "messages", "session_labels",
+                                                     "sessions", "sqlite_sequence", "webhook_attempts", "webhook_deliveries"});
   CHECK(pragma_text(*store, "journal_mode") == "wal");
   CHECK(pragma_text(*store, "foreign_keys") == "1");
 }
@@ -42,10 +46,10 @@ TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the dat
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     migrate(store->database());  // twice on one connection
-    CHECK(pragma_text(*store, "user_version") == "4");
+    CHECK(pragma_text(*store, "user_version") == "5");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "4");
+  CHECK(pragma_text(*again, "user_version") == "5");
   CHECK(again->find_session("s1").has_value());
   CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
 }
@@ -77,11 +81,12 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
     store->insert_session(make_session("s1", 10));
     store->append_events(agw::test::make_batch("s1", 1, 3));
     // Back to what a version 1 binary left behind.
+    store->database().exec(undo_migration_5);
     store->database().exec("DROP TABLE event_journal; DROP TRIGGER sessions_drop_checkpoints");
     store->database().exec("PRAGMA user_version = 1");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "4");
+  CHECK(pragma_text(*again, "user_version") == "5");
   CHECK(table_names(*again).contains("event_journal"));
   REQUIRE(again->find_session("s1"));
   CHECK(again->find_session("s1")->last_event_id == 3);
@@ -101,6 +106,7 @@ TEST_CASE("migrations: a version 2 file gets its sessions' message counts, which
         "DROP TRIGGER messages_counted_in; DROP TRIGGER messages_counted_out; DROP TABLE message_counts; "
         "DROP TRIGGER sessions_drop_checkpoints; "
         "PRAGMA user_version = 2");
+    store->database().exec(undo_migration_5);
   }
   auto again = db.open();
   CHECK(again->find_session("s1")->message_count == 3);
@@ -124,6 +130,7 @@ TEST_CASE("migrations: a version 3 file loses the checkpoints' session index, ke
     store->database().exec(
         "CREATE INDEX checkpoints_session ON checkpoints (session_id); DROP TRIGGER sessions_drop_checkpoints; "
         "DROP TRIGGER checkpoints_need_session; PRAGMA user_version = 3");
+    store->database().exec(undo_migration_5);
   }
   auto again = db.open();
   auto indexes = again->database().prepare_uncached(

@@ -57,6 +57,8 @@ struct fake_data {
   std::vector<fake_checkpoint_row> checkpoints;                       // sqlite_store's layout: snapshots and deltas
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
+  std::vector<core::queued_message_record> queued;  // arrival order
+  std::int64_t queued_seq = 0;
   std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
 };
 
@@ -286,6 +288,7 @@ class fake_connection final : public core::store_connection {
       std::erase_if(d.messages, [&](const auto& kv) { return kv.second.session_id == id; });
       std::erase_if(d.checkpoints, [&](const auto& c) { return c.session_id == id; });
       std::erase_if(d.idempotency, [&](const auto& kv) { return kv.first.first == id; });
+      std::erase_if(d.queued, [&](const auto& q) { return q.session_id == id; });
       if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
       std::erase_if(d.deliveries, [&](const auto& r) { return r.session_id == id; });  // with their attempts
       d.session_rowids.erase(it->first);
@@ -442,6 +445,32 @@ class fake_connection final : public core::store_connection {
       require_session(d, db_.foreign_keys.load(), r.session_id, "idempotency_keys");
       if (!d.idempotency.emplace(std::pair{r.session_id, r.key}, r).second)
         throw core::store_error("fake: UNIQUE constraint failed: idempotency_keys");
+    });
+  }
+  // --- message queue ---
+  std::int64_t enqueue_message(const core::queued_message_record& m) override {
+    return write("enqueue_message", [&](fake_data& d) {
+      require_session(d, db_.foreign_keys.load(), m.session_id, "queued_messages");
+      for (const auto& q : d.queued)
+        if (q.id == m.id) throw core::store_error("fake: UNIQUE constraint failed: queued_messages.id");
+      d.queued.push_back(m);
+      d.queued.back().seq = ++d.queued_seq;
+      return d.queued_seq;
+    });
+  }
+  std::vector<core::queued_message_record> take_queued_messages(std::string_view session_id) override {
+    return write("take_queued_messages", [&](fake_data& d) {
+      std::vector<core::queued_message_record> out;
+      for (const auto& q : d.queued)
+        if (q.session_id == session_id) out.push_back(q);
+      std::erase_if(d.queued, [&](const auto& q) { return q.session_id == session_id; });
+      return out;
+    });
+  }
+  std::int64_t queued_message_count(std::string_view session_id) override {
+    return read("queued_message_count", [&](fake_data& d) {
+      return static_cast<std::int64_t>(
+          std::count_if(d.queued.begin(), d.queued.end(), [&](const auto& q) { return q.session_id == session_id; }));
     });
   }
   void purge_idempotency_keys(std::int64_t older_than_ms) override {
