@@ -20,6 +20,7 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       // A channel lives on the io thread of the request that first needs it.
       hub_([this] { return io_.local_or_next().get_executor(); }, storage.store, storage.events, stats_, config, tool_runner_),
       sessions_(storage.store, hub_, time),
+      state_(storage.store, sessions_, hub_, time),
       messages_(storage.store, sessions_),
       events_(sessions_, hub_, time),
       deliveries_(storage.store, sessions_, time),
@@ -33,6 +34,16 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   // The agents' upstream client and profiles, before the first request can make an agent.
   core::install_agent_environment(make_agent_environment(config, tools_));
   runs_.limit_runs(config.max_runs);
+  app_.state = &state_;
+  sessions_.set_default_ttl_ms(config.session_ttl * 1000);
+  if (!config.test_clock_offset_file.empty())
+    sweep_clock_ = std::make_unique<core::file_offset_clock>(time, config.test_clock_offset_file);
+  core::session_sweeper::options sweep{
+      .default_ttl_ms = config.session_ttl * 1000,
+      .interval = std::chrono::duration_cast<std::chrono::milliseconds>(config.session_sweep_interval)};
+  sweeper_ = std::make_shared<core::session_sweeper>(storage.store, hub_, sweep_clock_ ? *sweep_clock_ : time, sweep);
+  forwarder_ =
+      std::make_shared<core::event_forwarder>(storage.store, time, std::chrono::milliseconds(200), [this] { webhooks_.wake(); });
   register_routes(app_);
   boost::system::error_code ec;
   auto address = net::ip::make_address(config.host, ec);
@@ -46,6 +57,8 @@ server::~server() { core::install_agent_environment(std::make_shared<core::agent
 int server::run() {
   listener_->start();
   webhooks_.start();
+  sweeper_->start(io_.primary().get_executor());
+  forwarder_->start(io_.primary().get_executor());
   auth::reload_keys_on_sighup(io_.primary(), app_.access);
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   auto endpoint = listener_->local_endpoint();
@@ -71,6 +84,7 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
   // The listener keeps accepting: a client sees a 503 (and /readyz turns not-ready),
   // never a refused connection, until the process exits.
   app_.draining = true;
+  sweeper_->stop();
   signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
   drain_.start([this] { io_.stop(); });
 }

@@ -13,6 +13,7 @@
 #include "core/storage/event_log.hpp"
 #include "core/storage/idempotency_keys.hpp"
 #include "core/storage/session_catalog.hpp"
+#include "core/storage/session_state_store.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/storage/webhook_outbox.hpp"
 
@@ -22,7 +23,8 @@ class store_connection : public session_catalog,
                          public conversation_store,
                          public event_log,
                          public idempotency_keys,
-                         public webhook_outbox {
+                         public webhook_outbox,
+                         public session_state_store {
  public:
   // Transactions. The executor wraps each write job in a savepoint inside one
   // batch transaction, so many jobs share one commit (group commit).

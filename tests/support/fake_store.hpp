@@ -35,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -57,7 +58,9 @@ struct fake_data {
   std::vector<fake_checkpoint_row> checkpoints;                       // sqlite_store's layout: snapshots and deltas
   std::map<std::string, std::vector<core::event_batch_record>, std::less<>> event_batches;  // segments by session, append order
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
-  std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
+  std::vector<core::webhook_delivery_record> deliveries;                           // with their attempts, insertion order
+  std::map<std::tuple<std::string, std::string, std::string>, std::string> state;  // (scope, owner, key) -> JSON
+  std::map<std::string, std::int64_t, std::less<>> event_webhook_cursors;          // by session id
 };
 
 class fake_connection;
@@ -233,6 +236,7 @@ class fake_connection final : public core::store_connection {
         if (other.thread_id == s.thread_id) throw core::store_error("fake: UNIQUE constraint failed: sessions.thread_id");
       check_status(s.status);
       d.sessions[s.id] = s;
+      d.sessions[s.id].active_at_ms = std::max(s.active_at_ms, s.created_at_ms);
       d.session_rowids[s.id] = d.next_rowid++;
     });
   }
@@ -253,6 +257,7 @@ class fake_connection final : public core::store_connection {
         bool ok = true;
         for (const auto& [k, v] : f.metadata) ok = ok && s.metadata.count(k) && s.metadata.at(k) == v;
         for (const auto& [k, v] : f.scopes) ok = ok && s.scopes.count(k) && s.scopes.at(k) == v;
+        for (const auto& l : f.labels) ok = ok && s.labels.count(l);
         if (ok) all.push_back(s);
       }
       std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return session_order(d, b, a); });
@@ -275,6 +280,7 @@ class fake_connection final : public core::store_connection {
       updated.thread_id = it->second.thread_id;
       updated.created_at_ms = it->second.created_at_ms;
       updated.last_event_id = it->second.last_event_id;
+      updated.active_at_ms = std::max({it->second.active_at_ms, s.active_at_ms, s.updated_at_ms});
       it->second = std::move(updated);
       return true;
     });
@@ -288,10 +294,70 @@ class fake_connection final : public core::store_connection {
       std::erase_if(d.idempotency, [&](const auto& kv) { return kv.first.first == id; });
       if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
       std::erase_if(d.deliveries, [&](const auto& r) { return r.session_id == id; });  // with their attempts
+      if (auto c = d.event_webhook_cursors.find(id); c != d.event_webhook_cursors.end()) d.event_webhook_cursors.erase(c);
+      std::erase_if(d.state, [&](const auto& kv) { return std::get<0>(kv.first) == "session" && std::get<1>(kv.first) == id; });
       d.session_rowids.erase(it->first);
       d.sessions.erase(it);
       return true;
     });
+  }
+  std::vector<core::session_record> idle_sessions(std::int64_t now_ms, std::int64_t default_ttl_ms, std::size_t limit) override {
+    return read("idle_sessions", [&](fake_data& d) {
+      std::vector<core::session_record> out;
+      for (const auto& [id, s] : d.sessions) {
+        const std::int64_t ttl_ms = s.ttl_seconds ? *s.ttl_seconds * 1000 : default_ttl_ms;
+        if (ttl_ms > 0 && s.active_at_ms + ttl_ms <= now_ms) out.push_back(s);
+      }
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.active_at_ms < b.active_at_ms; });
+      if (out.size() > limit) out.resize(limit);
+      return out;
+    });
+  }
+  std::vector<core::event_webhook_cursor> event_webhook_cursors(std::string_view after_id, std::size_t limit) override {
+    return read("event_webhook_cursors", [&](fake_data& d) {
+      std::vector<core::event_webhook_cursor> out;
+      for (const auto& [id, s] : d.sessions) {  // by id, as the map is ordered
+        if (!s.event_webhook_url || id <= after_id) continue;
+        if (out.size() >= limit) break;
+        auto c = d.event_webhook_cursors.find(id);
+        out.push_back({id, *s.event_webhook_url, c == d.event_webhook_cursors.end() ? 0 : c->second});
+      }
+      return out;
+    });
+  }
+  std::optional<core::event_webhook_cursor> find_event_webhook_cursor(std::string_view session_id) override {
+    return read("find_event_webhook_cursor", [&](fake_data& d) -> std::optional<core::event_webhook_cursor> {
+      auto s = d.sessions.find(session_id);
+      if (s == d.sessions.end() || !s->second.event_webhook_url) return std::nullopt;
+      auto c = d.event_webhook_cursors.find(session_id);
+      return core::event_webhook_cursor{s->first, *s->second.event_webhook_url,
+                                        c == d.event_webhook_cursors.end() ? 0 : c->second};
+    });
+  }
+  bool advance_event_webhook_cursor(std::string_view session_id, std::int64_t forwarded_id) override {
+    return write("advance_event_webhook_cursor", [&](fake_data& d) {
+      if (!d.sessions.count(session_id)) return false;
+      auto& c = d.event_webhook_cursors[std::string(session_id)];
+      c = std::max(c, forwarded_id);
+      return true;
+    });
+  }
+  std::map<std::string, std::string> read_state(std::string_view scope, std::string_view owner) override {
+    return read("read_state", [&](fake_data& d) {
+      std::map<std::string, std::string> out;
+      for (const auto& [k, v] : d.state)
+        if (std::get<0>(k) == scope && std::get<1>(k) == owner) out.emplace(std::get<2>(k), v);
+      return out;
+    });
+  }
+  void put_state(std::string_view scope, std::string_view owner, std::string_view key, std::string_view value,
+                 std::int64_t) override {
+    write("put_state", [&](fake_data& d) {
+      d.state[{std::string(scope), std::string(owner), std::string(key)}] = std::string(value);
+    });
+  }
+  void delete_state(std::string_view scope, std::string_view owner, std::string_view key) override {
+    write("delete_state", [&](fake_data& d) { d.state.erase({std::string(scope), std::string(owner), std::string(key)}); });
   }
   std::vector<std::string> all_session_ids() override {
     return read("all_session_ids", [&](fake_data& d) {
@@ -331,6 +397,10 @@ class fake_connection final : public core::store_connection {
           throw core::store_error("fake: UNIQUE constraint failed: messages.session_id, messages.seq");
       auto row = m;
       row.session_id = session_id;
+      // Like migration 6's trigger: a new message is the session's latest activity.
+      if (it == d.messages.end())
+        if (auto s = d.sessions.find(session_id); s != d.sessions.end())
+          s->second.active_at_ms = std::max(s->second.active_at_ms, m.created_at_ms);
       d.messages[m.id] = std::move(row);
     });
   }
@@ -486,7 +556,14 @@ class fake_connection final : public core::store_connection {
     return read("due_webhook_deliveries", [&](fake_data& d) {
       std::vector<core::webhook_delivery_record> out;  // earliest due first, ties in insertion order
       for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(without_attempts(r));
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) {
+          // Like sqlite_store: an event batch waits for the session's earlier pending batches.
+          bool waits = false;
+          for (const auto& e : d.deliveries)
+            waits = waits || (r.event_first_id && e.session_id == r.session_id && e.status == "pending" && e.event_first_id &&
+                              *e.event_first_id < *r.event_first_id);
+          if (!waits) out.push_back(without_attempts(r));
+        }
       std::stable_sort(out.begin(), out.end(),
                        [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
       if (out.size() > limit) out.resize(limit);

@@ -35,6 +35,7 @@ run_plan make_run_plan(const agent_environment& env, const agent_profile* profil
   plan.url = chat_completions_url(profile && !profile->base_url.empty() ? profile->base_url : env.openai.base_url);
   plan.api_key = profile && !profile->api_key.empty() ? profile->api_key : env.openai.api_key;
   plan.tools = allowed_tools(profile, tools);
+  plan.context = parse_context_window(config);
   // The model's own price first (a session may run another model than its profile's).
   if (auto it = env.prices.find(plan.chat.model); it != env.prices.end())
     plan.price = it->second;

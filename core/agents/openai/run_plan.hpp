@@ -10,6 +10,7 @@
 
 #include "core/agents/agent_environment.hpp"
 #include "core/agents/openai/chat_request.hpp"
+#include "core/context_window.hpp"
 #include "core/tools/tool_registry.hpp"
 
 namespace agw::core::openai {
@@ -21,6 +22,7 @@ struct run_plan {
   std::vector<const tool*> tools;
   std::optional<model_price> price;
   openai_defaults limits;  // timeouts, steps, retries
+  context_window context;  // config.context: what of the conversation each request carries
 };
 
 // `config` is the effective config (the profile's, overridden by the session's).
