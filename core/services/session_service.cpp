@@ -94,6 +94,7 @@ net::awaitable<session_view> session_service::patch(std::string id, boost::json:
     if (!s) return std::nullopt;
     apply_session_patch(body, *s);
     s->updated_at_ms = time.wall_ms();
+    s->active_at_ms = std::max(s->active_at_ms, s->updated_at_ms);  // a PATCH is activity (the TTL's)
     c.update_session(*s);
     return s;
   };
