@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "core/storage/store_connection.hpp"
+#include "core/webhooks/event_batch.hpp"
 #include "gateway/http/agent_environment_setup.hpp"
 
 namespace agw::gateway {
@@ -41,7 +43,13 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   core::session_sweeper::options sweep{
       .default_ttl_ms = config.session_ttl * 1000,
       .interval = std::chrono::duration_cast<std::chrono::milliseconds>(config.session_sweep_interval)};
-  sweeper_ = std::make_shared<core::session_sweeper>(storage.store, hub_, sweep_clock_ ? *sweep_clock_ : time, sweep);
+  // An expiring session with an event webhook tells it, in the job that deletes it.
+  auto expiring = [&time](core::store_connection& c, const core::session_record& s) {
+    if (s.event_webhook_url)
+      c.insert_session_notice(core::make_session_expired_delivery(s.id, *s.event_webhook_url, time.wall_ms()));
+  };
+  sweeper_ = std::make_shared<core::session_sweeper>(storage.store, hub_, sweep_clock_ ? *sweep_clock_ : time, sweep,
+                                                     std::move(expiring), [this](std::size_t) { webhooks_.wake(); });
   forwarder_ =
       std::make_shared<core::event_forwarder>(storage.store, time, std::chrono::milliseconds(200), [this] { webhooks_.wake(); });
   register_routes(app_);

@@ -292,6 +292,21 @@ CREATE TABLE session_state (
 CREATE TRIGGER sessions_drop_state AFTER DELETE ON sessions BEGIN
   DELETE FROM session_state WHERE scope = 'session' AND owner = OLD.id;
 END;
+-- Deliveries that outlive their session (session.expired, written with the expiry
+-- that deletes the session's own webhook_deliveries rows): no foreign key, the same
+-- columns; the dispatcher reads both tables.
+CREATE TABLE session_notices (
+  id              TEXT PRIMARY KEY,
+  webhook_id      TEXT NOT NULL UNIQUE,
+  session_id      TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  payload         TEXT NOT NULL,
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempt_count   INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  created_at      INTEGER NOT NULL
+);
+CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
 )sql",
 };
 

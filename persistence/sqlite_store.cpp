@@ -549,6 +549,22 @@ void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& 
       .run();
 }
 
+void sqlite_store::insert_session_notice(const core::webhook_delivery_record& d) {
+  db_.prepare(
+         "INSERT INTO session_notices (id, webhook_id, session_id, url, payload, status, attempt_count, next_attempt_at, "
+         "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(1, d.id)
+      .bind(2, d.webhook_id)
+      .bind(3, d.session_id)
+      .bind(4, d.url)
+      .bind(5, d.payload)
+      .bind(6, d.status)
+      .bind(7, d.round_attempts)
+      .bind(8, d.next_attempt_at_ms)
+      .bind(9, d.created_at_ms)
+      .run();
+}
+
 std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries(std::string_view session_id) {
   std::vector<core::webhook_delivery_record> out;
   {
@@ -582,13 +598,16 @@ std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery
 }
 
 std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
-  auto st = db_.prepare("SELECT " AGW_DELIVERY_COLUMNS
-                        " "
-                        "FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at <= ? "
-                        // An event batch waits for the session's earlier batches (migration 6): in order.
-                        "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
-                        "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id < d.event_first_id)) "
-                        "ORDER BY next_attempt_at LIMIT ?");
+  auto st = db_.prepare(
+      "SELECT " AGW_DELIVERY_COLUMNS
+      " FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at <= ?1 "
+      // An event batch waits for the session's earlier batches (migration 6): in order.
+      "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
+      "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id < d.event_first_id)) "
+      // And the notices that outlived their session (migration 6).
+      "UNION ALL SELECT id, webhook_id, session_id, '', url, payload, status, attempt_count, next_attempt_at, created_at "
+      "FROM session_notices WHERE status = 'pending' AND next_attempt_at <= ?1 "
+      "ORDER BY next_attempt_at LIMIT ?2");
   st.bind(1, now_ms).bind(2, static_cast<std::int64_t>(limit));
   std::vector<core::webhook_delivery_record> out;
   while (st.step()) out.push_back(read_delivery(st));
@@ -596,7 +615,10 @@ std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(
 }
 
 std::optional<std::int64_t> sqlite_store::next_webhook_due_ms(std::int64_t after_ms) {
-  auto st = db_.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?");
+  auto st = db_.prepare(
+      "SELECT MIN(t) FROM (SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending' AND "
+      "next_attempt_at > ?1 UNION ALL SELECT MIN(next_attempt_at) FROM session_notices WHERE status = 'pending' AND "
+      "next_attempt_at > ?1)");
   st.bind(1, after_ms);
   if (!st.step()) return std::nullopt;
   return st.optional_int64(0);
@@ -610,7 +632,17 @@ bool sqlite_store::record_webhook_attempt(const core::webhook_attempt_outcome& o
       .bind(2, o.next_attempt_at_ms)
       .bind(3, o.delivery_id)
       .run();
-  if (db_.changes() == 0) return false;
+  if (db_.changes() == 0) {
+    // A notice that outlived its session: its state moves on, its attempts are not kept.
+    db_.prepare(
+           "UPDATE session_notices SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ? "
+           "WHERE id = ? AND status = 'pending'")
+        .bind(1, o.status)
+        .bind(2, o.next_attempt_at_ms)
+        .bind(3, o.delivery_id)
+        .run();
+    return db_.changes() > 0;
+  }
   std::optional<std::int64_t> code;
   if (o.attempt.status_code) code = *o.attempt.status_code;
   db_.prepare(

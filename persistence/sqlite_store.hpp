@@ -69,6 +69,7 @@ class sqlite_store final : public core::store_connection {
   void purge_idempotency_keys(std::int64_t older_than_ms) override;
 
   void insert_webhook_delivery(const core::webhook_delivery_record& d) override;
+  void insert_session_notice(const core::webhook_delivery_record& d) override;
   std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override;
   std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,
                                                                      std::string_view delivery_id) override;

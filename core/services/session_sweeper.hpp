@@ -40,8 +40,8 @@ class session_sweeper : public std::enable_shared_from_this<session_sweeper> {
   // Called inside the delete job, on the store thread, for each expired session before
   // its rows go: what must commit with the expiry (its session.expired webhook row).
   using expiring_hook = std::function<void(store_connection&, const session_record&)>;
-  // Called after the commit (any thread): the number of sessions expired, whether an
-  // expiring_hook wrote something.
+  // Called after the commit (any thread) with the number of sessions expired (the server
+  // wakes the webhook dispatcher for the notices the expiring_hook wrote).
   using expired_hook = std::function<void(std::size_t)>;
 
   session_sweeper(store_executor& store, session_hub& hub, const clock& time, options opts, expiring_hook expiring = nullptr,

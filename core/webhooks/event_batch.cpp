@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "core/ids.hpp"
+#include "core/time_format.hpp"
 
 namespace agw::core {
 
@@ -30,6 +31,20 @@ webhook_delivery_record make_event_batch_delivery(const std::string& session_id,
   d.next_attempt_at_ms = now_ms;
   d.created_at_ms = now_ms;
   d.event_first_id = events.front()->id;
+  return d;
+}
+
+webhook_delivery_record make_session_expired_delivery(const std::string& session_id, const std::string& url,
+                                                      std::int64_t now_ms) {
+  boost::json::object payload{{"type", "session.expired"}, {"session_id", session_id}, {"expired_at", format_rfc3339_ms(now_ms)}};
+  webhook_delivery_record d;
+  d.id = new_uuid();
+  d.webhook_id = "msg_" + new_uuid();
+  d.session_id = session_id;
+  d.url = url;
+  d.payload = boost::json::serialize(payload);
+  d.next_attempt_at_ms = now_ms;
+  d.created_at_ms = now_ms;
   return d;
 }
 

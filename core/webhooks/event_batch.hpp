@@ -19,4 +19,8 @@ inline constexpr std::size_t max_events_per_delivery = 100;
 webhook_delivery_record make_event_batch_delivery(const std::string& session_id, const std::string& url,
                                                   const std::vector<frame_ptr>& events, std::int64_t now_ms);
 
+// {"type":"session.expired","session_id","expired_at"}: written with the expiry (as a
+// session notice: the session's own outbox rows go with it).
+webhook_delivery_record make_session_expired_delivery(const std::string& session_id, const std::string& url, std::int64_t now_ms);
+
 }  // namespace agw::core

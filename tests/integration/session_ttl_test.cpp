@@ -11,6 +11,7 @@
 #include "tests/support/http_client.hpp"
 #include "tests/support/session_fixtures.hpp"
 #include "tests/support/sse_reader.hpp"
+#include "tests/support/webhook_receiver.hpp"
 
 using namespace agw::test;
 using namespace agw::test::fixtures;
@@ -81,6 +82,36 @@ TEST_CASE("session ttl: a run going for longer than the TTL is aborted with its 
   // The stream ends long before the run's 200 s, and the session is gone.
   CHECK(run->read_to_end(std::chrono::seconds(10)));
   CHECK(runs::eventually([&] { return gone(port, id); }));
+}
+
+TEST_CASE("session ttl: an expiring session with an event webhook sends session.expired") {
+  temp_dir dir;
+  const auto offset = (dir.path() / "offset").string();
+  set_offset(offset, 0);
+  webhook_receiver rx;
+  gateway_process gw({{"GATEWAY_SESSION_TTL", "60"},
+                      {"GATEWAY_SESSION_SWEEP_INTERVAL", "0.1"},
+                      {"GATEWAY_TEST_CLOCK_OFFSET_FILE", offset},
+                      {"GATEWAY_WEBHOOK_ALLOW_PRIVATE", "1"},
+                      {"GATEWAY_WEBHOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}});
+  const auto port = gw.port();
+  const auto id = str(create_session(port, R"({"event_webhook_url":")" + rx.url() + "\"}").at("id"));
+  const auto quiet = str(create_session(port).at("id"));
+  set_offset(offset, 61 * 1000);
+  CHECK(runs::eventually([&] { return gone(port, id) && gone(port, quiet); }));
+  auto expired = [&] {
+    for (const auto& r : rx.requests()) {
+      auto body = boost::json::parse(r.body);
+      if (body.at("type") == "session.expired") return body;
+    }
+    return boost::json::value();
+  };
+  CHECK(runs::eventually([&] { return !expired().is_null(); }));
+  auto notice = expired();
+  REQUIRE(notice.is_object());
+  CHECK(notice.at("session_id") == boost::json::value(id));
+  CHECK(parse_rfc3339_ms(notice.at("expired_at").as_string()).has_value());
+  for (const auto& r : rx.requests()) CHECK(!r.header("webhook-signature").empty());
 }
 
 TEST_CASE("session ttl: bad ttl_seconds is a 400 and changes nothing") {

@@ -521,6 +521,16 @@ class fake_connection final : public core::store_connection {
   }
 
   // --- webhook outbox ---
+  void insert_session_notice(const core::webhook_delivery_record& r) override {
+    write("insert_session_notice", [&](fake_data& d) {
+      for (const auto& other : d.notices)
+        if (other.id == r.id || other.webhook_id == r.webhook_id)
+          throw core::store_error("fake: UNIQUE constraint failed: session_notices");
+      check_delivery_status(r.status);
+      d.notices.push_back(r);
+      d.notices.back().attempts.clear();
+    });
+  }
   void insert_webhook_delivery(const core::webhook_delivery_record& r) override {
     write("insert_webhook_delivery", [&](fake_data& d) {
       require_session(d, db_.foreign_keys.load(), r.session_id, "webhook_deliveries");
@@ -564,6 +574,8 @@ class fake_connection final : public core::store_connection {
                               *e.event_first_id < *r.event_first_id);
           if (!waits) out.push_back(without_attempts(r));
         }
+      for (const auto& r : d.notices)
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(r);
       std::stable_sort(out.begin(), out.end(),
                        [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
       if (out.size() > limit) out.resize(limit);
@@ -573,10 +585,11 @@ class fake_connection final : public core::store_connection {
   std::optional<std::int64_t> next_webhook_due_ms(std::int64_t after_ms) override {
     return read("next_webhook_due_ms", [&](fake_data& d) -> std::optional<std::int64_t> {
       std::optional<std::int64_t> next;
-      for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms &&
-            (!next || *r.next_attempt_at_ms < *next))
-          next = r.next_attempt_at_ms;
+      for (const auto* rows : {&d.deliveries, &d.notices})
+        for (const auto& r : *rows)
+          if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms &&
+              (!next || *r.next_attempt_at_ms < *next))
+            next = r.next_attempt_at_ms;
       return next;
     });
   }
@@ -591,6 +604,14 @@ class fake_connection final : public core::store_connection {
         auto attempt = o.attempt;
         attempt.attempt = static_cast<std::int64_t>(r.attempts.size()) + 1;
         r.attempts.push_back(attempt);
+        return true;
+      }
+      for (auto& r : d.notices) {  // like sqlite_store: state moves on, attempts are not kept
+        if (r.id != o.delivery_id || r.status != "pending") continue;
+        check_delivery_status(o.status);
+        r.status = o.status;
+        r.next_attempt_at_ms = o.next_attempt_at_ms;
+        ++r.round_attempts;
         return true;
       }
       return false;

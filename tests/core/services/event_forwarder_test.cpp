@@ -22,8 +22,10 @@ void append(services_fixture& fx, const std::string& sid, std::int64_t first, st
 
 std::vector<std::int64_t> forwarded_ids(const std::vector<agw::core::webhook_delivery_record>& deliveries) {
   std::vector<std::int64_t> out;
-  for (const auto& d : deliveries)
-    for (const auto& e : boost::json::parse(d.payload).at("events").as_array()) out.push_back(e.at("id").as_int64());
+  for (const auto& d : deliveries) {
+    const auto payload = boost::json::parse(d.payload);  // named: the loop refers into it
+    for (const auto& e : payload.at("events").as_array()) out.push_back(e.at("id").as_int64());
+  }
   return out;
 }
 
