@@ -61,6 +61,7 @@ struct fake_data {
   std::vector<core::webhook_delivery_record> deliveries;                           // with their attempts, insertion order
   std::map<std::tuple<std::string, std::string, std::string>, std::string> state;  // (scope, owner, key) -> JSON
   std::map<std::string, std::int64_t, std::less<>> event_webhook_cursors;          // by session id
+  std::vector<core::webhook_delivery_record> notices;                              // deliveries that outlive their session
 };
 
 class fake_connection;
