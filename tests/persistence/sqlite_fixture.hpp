@@ -52,7 +52,8 @@ inline std::string pragma_text(persistence::sqlite_store& store, const std::stri
 // current schema (migration 6 is not idempotent: ALTER TABLE ADD COLUMN).
 inline constexpr const char* undo_migration_6 =
     "DROP INDEX sessions_active; DROP INDEX sessions_event_webhooks; DROP TABLE session_label_index; "
-    "DROP TABLE session_state; DROP TABLE session_notices; DROP TRIGGER messages_touch_session; DROP TRIGGER sessions_drop_state; "
+    "DROP TABLE session_state; DROP TABLE session_notices; DROP TRIGGER messages_touch_session; DROP TRIGGER "
+    "sessions_drop_state; "
     "ALTER TABLE sessions DROP COLUMN labels; ALTER TABLE sessions DROP COLUMN variables; "
     "ALTER TABLE sessions DROP COLUMN ttl_seconds; ALTER TABLE sessions DROP COLUMN active_at; "
     "ALTER TABLE sessions DROP COLUMN event_webhook_url; ALTER TABLE sessions DROP COLUMN event_webhook_cursor; "
