@@ -32,8 +32,8 @@ TEST_CASE("migrations: a new file gets the whole schema") {
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
                                                      "message_counts", "messages", "session_label_index", "session_labels",
-                                                     "session_notices", "session_state", "sessions", "sqlite_sequence", "webhook_attempts",
-                                                     "webhook_deliveries"});
+                                                     "session_notices", "session_state", "sessions", "sqlite_sequence",
+                                                     "webhook_attempts", "webhook_deliveries"});
   CHECK(pragma_text(*store, "journal_mode") == "wal");
   CHECK(pragma_text(*store, "foreign_keys") == "1");
 }
