@@ -91,11 +91,14 @@ TEST_CASE("session labels: bad input is a 400 and changes nothing") {
 TEST_CASE("session labels: an agent profile's labels join every session created for it") {
   temp_dir dir;
   const auto profiles = (dir.path() / "profiles.json").string();
-  std::ofstream(profiles) << R"({"profiles":{"triage":{"provider":"mock","labels":["triage","auto"]}}})";
+  std::ofstream(profiles) << R"({"profiles":{"triage":{"provider":"mock","labels":["triage","auto"],)"
+                             R"("event_webhook_url":"https://hooks.example/triage"}}})";
   gateway_process gw({{"GATEWAY_AGENT_PROFILES", profiles}});
   const auto port = gw.port();
   auto s = create_session(port, R"({"agent_name":"triage","labels":["vip"]})");
   CHECK(labels_of(s) == std::set<std::string>{"auto", "triage", "vip"});
+  // The profile's event webhook too, unless the session names its own.
+  CHECK(s.at("event_webhook_url") == "https://hooks.example/triage");
   auto other = create_session(port, R"({"labels":["vip"]})");
   CHECK(listed(port, "label=triage") == std::set<std::string>{str(s.at("id"))});
   CHECK(listed(port, "label=vip").size() == 2);
