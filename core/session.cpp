@@ -1,5 +1,7 @@
 #include "core/session.hpp"
 
+#include <boost/json/array.hpp>
+
 #include "core/time_format.hpp"
 
 namespace agw::core {
@@ -23,6 +25,13 @@ boost::json::object to_json(const session_record& s, const std::optional<run_sum
   out["config"] = s.config;
   out["scopes"] = to_json(s.scopes);
   out["metadata"] = to_json(s.metadata);
+  out["variables"] = to_json(s.variables);
+  boost::json::array labels;
+  for (const auto& l : s.labels) labels.emplace_back(l);
+  out["labels"] = std::move(labels);
+  out["ttl_seconds"] = s.ttl_seconds ? boost::json::value(*s.ttl_seconds) : boost::json::value(nullptr);
+  out["expires_at"] = s.expires_at_ms ? boost::json::value(format_rfc3339_ms(*s.expires_at_ms)) : boost::json::value(nullptr);
+  out["event_webhook_url"] = s.event_webhook_url ? boost::json::value(*s.event_webhook_url) : boost::json::value(nullptr);
   out["created_at"] = format_rfc3339_ms(s.created_at_ms);
   out["updated_at"] = format_rfc3339_ms(s.updated_at_ms);
   out["message_count"] = s.message_count;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace agw::core {
@@ -23,7 +24,13 @@ struct session_record {
   std::string agent_name = "default";
   boost::json::object config;
   string_map scopes;
-  string_map metadata;
+  string_map metadata;                           // the integration's own: never shown to the agent
+  string_map variables;                          // agent-visible (the openai system prompt, mock's echo_variables)
+  std::set<std::string> labels;                  // accumulate (PATCH labels_add/remove, the agent profile's)
+  std::optional<std::int64_t> ttl_seconds;       // idle seconds before expiry; none: GATEWAY_SESSION_TTL; 0: never
+  std::optional<std::string> event_webhook_url;  // every event of the session is delivered there
+  std::int64_t active_at_ms = 0;                 // the last activity (create, PATCH, a message): what the TTL counts from
+  std::optional<std::int64_t> expires_at_ms;     // derived when read: active_at + the effective TTL
   std::int64_t created_at_ms = 0;
   std::int64_t updated_at_ms = 0;
   std::int64_t message_count = 0;  // derived from the messages projection when read

@@ -21,12 +21,20 @@ struct session_limits {
   static constexpr std::size_t max_map_key = 128;
   static constexpr std::size_t max_map_value = 1024;
   static constexpr std::size_t max_config_bytes = 64 * 1024;
+  static constexpr std::size_t max_labels = 32;        // per session, after every add
+  static constexpr std::size_t max_label_bytes = 64;   // [A-Za-z0-9._:-]
+  static constexpr std::size_t max_label_filters = 8;  // label= parameters of one list query
+  static constexpr std::int64_t max_ttl_seconds = 366LL * 24 * 3600;
 };
+
+// A label: 1 to max_label_bytes of [A-Za-z0-9._:-] (no spaces, no commas: safe in query strings).
+bool is_valid_label(std::string_view label);
 
 // Fields a POST /sessions body may set; unset fields keep the defaults.
 session_record parse_session_create(const boost::json::value& body);
 
-// Applies a PATCH body (title, config, metadata, status, mode) to `session`.
+// Applies a PATCH body (title, config, metadata, variables, status, mode, labels_add,
+// labels_remove, ttl_seconds, event_webhook_url) to `session`.
 void apply_session_patch(const boost::json::value& body, session_record& session);
 
 struct session_filter {
@@ -35,6 +43,7 @@ struct session_filter {
   std::optional<std::string> status;
   std::vector<std::pair<std::string, std::string>> metadata;  // all must match
   std::vector<std::pair<std::string, std::string>> scopes;
+  std::vector<std::string> labels;  // label=a&label=b: every one must be on the session
 };
 
 struct session_page {

@@ -55,6 +55,13 @@ struct settings {
   std::size_t webhook_concurrency = 16;                        // deliveries in flight at once
   std::string webhook_ca_file;                                 // extra CA bundle for https callbacks (default: system)
   std::chrono::duration<double> drain_timeout{30.0};
+  // Session TTL (docs/sessions.md): idle seconds before a session without its own
+  // ttl_seconds expires (0: never), and how often the sweep looks.
+  std::int64_t session_ttl = 0;
+  std::chrono::duration<double> session_sweep_interval{60.0};
+  // Test only: a file holding milliseconds the TTL sweep adds to the wall clock, re-read
+  // at every sweep, so a test expires sessions without waiting (tests/integration).
+  std::string test_clock_offset_file;
   // Operations limits and logs (docs/operations.md).
   std::size_t max_connections = 50000;  // open client connections; over it: accepted, answered 503, closed; 0 = no limit
   std::size_t max_runs = 1000;          // live runs; over it a new run is a 503; 0 = no limit

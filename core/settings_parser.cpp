@@ -279,6 +279,13 @@ const std::vector<option>& options() {
     t.push_back(string_option("webhook-ca-file", "PEM file of extra CAs trusted for https callbacks (default: system store)",
                               &settings::webhook_ca_file));
     t.push_back(seconds_option("drain-timeout", "seconds SIGTERM waits for live runs (default 30)", &settings::drain_timeout, 0));
+    t.push_back(integer_option<std::int64_t>("session-ttl", "idle seconds before a session expires, 0 = never (default 0)",
+                                             &settings::session_ttl, 0, 366LL * 24 * 3600));
+    t.push_back(seconds_option("session-sweep-interval", "seconds between TTL sweeps (default 60)",
+                               &settings::session_sweep_interval, 0.05));
+    t.push_back(string_option("test-clock-offset-file",
+                              "TEST ONLY: file of milliseconds the TTL sweep adds to the clock (default: none)",
+                              &settings::test_clock_offset_file));
     t.push_back(integer_option<std::size_t>("max-connections", "open client connections, 0 = no limit (default 50000)",
                                             &settings::max_connections, 0, 10'000'000));
     t.push_back(integer_option<std::size_t>("max-runs", "live runs at once, 0 = no limit (default 1000)", &settings::max_runs, 0,

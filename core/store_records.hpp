@@ -77,6 +77,9 @@ struct webhook_delivery_record {
   std::int64_t round_attempts = 0;  // attempts since it was (re)queued: the retry schedule's position
   std::optional<std::int64_t> next_attempt_at_ms;
   std::int64_t created_at_ms = 0;
+  // An event webhook's batch: its first event id. The outbox sends a session's batches
+  // one after another in this order (a completion callback has none: sent when due).
+  std::optional<std::int64_t> event_first_id;
   std::vector<webhook_attempt_record> attempts;  // filled by listings only
 };
 

@@ -16,6 +16,7 @@ class health_service;
 class message_service;
 class run_service;
 class session_service;
+class state_service;
 class timeline_service;
 class webhook_service;
 }  // namespace agw::core
@@ -40,6 +41,7 @@ struct app_context {
   rate_limiter* rate = nullptr;                // set by the server when GATEWAY_RATE_LIMIT is on
   auth::access_control access{config};         // API keys, the metrics key, stream tokens
   core::timeline_service* timeline = nullptr;  // set by the server: custom events, operator messages
+  core::state_service* state = nullptr;        // set by the server: GET/PATCH /sessions/{id}/state
 };
 
 // Registers every API route on app.routes.

@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "core/storage/store_connection.hpp"
+#include "core/webhooks/event_batch.hpp"
 #include "gateway/http/agent_environment_setup.hpp"
 
 namespace agw::gateway {
@@ -20,6 +22,7 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       // A channel lives on the io thread of the request that first needs it.
       hub_([this] { return io_.local_or_next().get_executor(); }, storage.store, storage.events, stats_, config, tool_runner_),
       sessions_(storage.store, hub_, time),
+      state_(storage.store, sessions_, hub_, time),
       messages_(storage.store, sessions_),
       events_(sessions_, hub_, time),
       deliveries_(storage.store, sessions_, time),
@@ -35,6 +38,22 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   core::install_agent_environment(make_agent_environment(config, tools_));
   runs_.limit_runs(config.max_runs);
   app_.timeline = &timeline_;
+  app_.state = &state_;
+  sessions_.set_default_ttl_ms(config.session_ttl * 1000);
+  if (!config.test_clock_offset_file.empty())
+    sweep_clock_ = std::make_unique<core::file_offset_clock>(time, config.test_clock_offset_file);
+  core::session_sweeper::options sweep{
+      .default_ttl_ms = config.session_ttl * 1000,
+      .interval = std::chrono::duration_cast<std::chrono::milliseconds>(config.session_sweep_interval)};
+  // An expiring session with an event webhook tells it, in the job that deletes it.
+  auto expiring = [&time](core::store_connection& c, const core::session_record& s) {
+    if (s.event_webhook_url)
+      c.insert_session_notice(core::make_session_expired_delivery(s.id, *s.event_webhook_url, time.wall_ms()));
+  };
+  sweeper_ = std::make_shared<core::session_sweeper>(storage.store, hub_, sweep_clock_ ? *sweep_clock_ : time, sweep,
+                                                     std::move(expiring), [this](std::size_t) { webhooks_.wake(); });
+  forwarder_ =
+      std::make_shared<core::event_forwarder>(storage.store, time, std::chrono::milliseconds(200), [this] { webhooks_.wake(); });
   register_routes(app_);
   boost::system::error_code ec;
   auto address = net::ip::make_address(config.host, ec);
@@ -48,6 +67,8 @@ server::~server() { core::install_agent_environment(std::make_shared<core::agent
 int server::run() {
   listener_->start();
   webhooks_.start();
+  sweeper_->start(io_.primary().get_executor());
+  forwarder_->start(io_.primary().get_executor());
   auth::reload_keys_on_sighup(io_.primary(), app_.access);
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   auto endpoint = listener_->local_endpoint();
@@ -73,6 +94,7 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
   // The listener keeps accepting: a client sees a 503 (and /readyz turns not-ready),
   // never a refused connection, until the process exits.
   app_.draining = true;
+  sweeper_->stop();
   signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
   drain_.start([this] { io_.stop(); });
 }

@@ -9,13 +9,17 @@
 #include <memory>
 
 #include "core/clock.hpp"
+#include "core/file_offset_clock.hpp"
 #include "core/io_pool.hpp"
 #include "core/metrics.hpp"
+#include "core/services/event_forwarder.hpp"
 #include "core/services/event_service.hpp"
 #include "core/services/health_service.hpp"
 #include "core/services/message_service.hpp"
 #include "core/services/run_service.hpp"
 #include "core/services/session_service.hpp"
+#include "core/services/session_sweeper.hpp"
+#include "core/services/state_service.hpp"
 #include "core/services/timeline_service.hpp"
 #include "core/services/webhook_service.hpp"
 #include "core/session_hub.hpp"
@@ -50,6 +54,7 @@ class server {
   core::session_hub hub_;
   // The use cases the handlers call (they hold the store; the gateway never does).
   core::session_service sessions_;
+  core::state_service state_;
   core::message_service messages_;
   core::event_service events_;
   core::webhook_service deliveries_;
@@ -61,6 +66,10 @@ class server {
   app_context app_;
   std::unique_ptr<listener> listener_;
   drain drain_;
+  // The TTL sweep and its clock (the process's, or a test's offset one).
+  std::unique_ptr<core::file_offset_clock> sweep_clock_;
+  std::shared_ptr<core::session_sweeper> sweeper_;
+  std::shared_ptr<core::event_forwarder> forwarder_;  // event webhooks into the outbox
   net::signal_set signals_;
   int signals_seen_ = 0;
 };

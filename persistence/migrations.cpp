@@ -261,6 +261,64 @@ CREATE TABLE queued_messages (
 );
 CREATE INDEX queued_messages_session ON queued_messages (session_id, seq);
 )sql",
+    // 6: session attributes (docs/sessions.md). Columns added, none rewritten:
+    //    labels/variables as JSON (labels a sorted array), the per-session TTL (NULL: the
+    //    process default, 0: never) and the last activity it counts from (active_at: the
+    //    create, a PATCH, a message stored, kept by a trigger on messages), the event
+    //    webhook's URL and how far its events are in the outbox (event_webhook_cursor);
+    //    an outbox row of an event batch names its first event id (event_first_id), so
+    //    the dispatcher sends a session's batches in order. session_label_index holds one row per label so GET /sessions?label=
+    //    is an indexed lookup (the existing session_labels table is CHECKed to metadata and
+    //    scopes). session_state holds the persisted state scopes: 'session' keys owned by a
+    //    session (deleted with it), 'user' keys by a tenant + scopes.user, 'app' keys by a
+    //    tenant (temp: keys are never stored).
+    R"sql(
+ALTER TABLE sessions ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE sessions ADD COLUMN variables TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE sessions ADD COLUMN ttl_seconds INTEGER;
+ALTER TABLE sessions ADD COLUMN active_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN event_webhook_url TEXT;
+ALTER TABLE sessions ADD COLUMN event_webhook_cursor INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_event_webhooks ON sessions (id) WHERE event_webhook_url IS NOT NULL;
+ALTER TABLE webhook_deliveries ADD COLUMN event_first_id INTEGER;
+UPDATE sessions SET active_at = max(updated_at, COALESCE((SELECT max(m.created_at) FROM messages m WHERE m.session_id = sessions.id), 0));
+CREATE INDEX sessions_active ON sessions (active_at);
+CREATE TABLE session_label_index (
+  label      TEXT NOT NULL,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  PRIMARY KEY (label, session_id)
+) WITHOUT ROWID;
+CREATE INDEX session_label_index_session ON session_label_index (session_id);
+CREATE TRIGGER messages_touch_session AFTER INSERT ON messages BEGIN
+  UPDATE sessions SET active_at = NEW.created_at WHERE id = NEW.session_id AND active_at < NEW.created_at;
+END;
+CREATE TABLE session_state (
+  scope      TEXT NOT NULL CHECK (scope IN ('session', 'user', 'app')),
+  owner      TEXT NOT NULL,
+  key        TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, owner, key)
+) WITHOUT ROWID;
+CREATE TRIGGER sessions_drop_state AFTER DELETE ON sessions BEGIN
+  DELETE FROM session_state WHERE scope = 'session' AND owner = OLD.id;
+END;
+-- Deliveries that outlive their session (session.expired, written with the expiry
+-- that deletes the session's own webhook_deliveries rows): no foreign key, the same
+-- columns; the dispatcher reads both tables.
+CREATE TABLE session_notices (
+  id              TEXT PRIMARY KEY,
+  webhook_id      TEXT NOT NULL UNIQUE,
+  session_id      TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  payload         TEXT NOT NULL,
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempt_count   INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  created_at      INTEGER NOT NULL
+);
+CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
+)sql",
 };
 
 int user_version(sqlite_database& db) {

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace agw::persistence {
 namespace {
@@ -34,7 +35,22 @@ constexpr const char* session_columns =
     "max(s.last_event_id, COALESCE((SELECT b.last_id FROM event_batches b WHERE b.session_id = s.id "
     "ORDER BY b.first_id DESC LIMIT 1), 0)), "
     // Kept by triggers on messages (migration 3): no row is counted here.
-    "COALESCE((SELECT c.n FROM message_counts c WHERE c.session_id = s.id), 0), s.mode";
+    "COALESCE((SELECT c.n FROM message_counts c WHERE c.session_id = s.id), 0), s.mode, "
+    // Migration 6: the session's attributes.
+    "s.labels, s.variables, s.ttl_seconds, s.active_at, s.event_webhook_url";
+
+std::string labels_to_json(const std::set<std::string>& labels) {
+  boost::json::array a;
+  for (const auto& l : labels) a.emplace_back(l);
+  return boost::json::serialize(a);
+}
+
+std::set<std::string> labels_from_json(const std::string& text) {
+  std::set<std::string> out;
+  const auto parsed = boost::json::parse(text);  // named: the loop must not outlive it
+  for (const auto& l : parsed.as_array()) out.emplace(l.as_string());
+  return out;
+}
 
 core::session_record read_session(const statement& st) {
   core::session_record s;
@@ -51,6 +67,11 @@ core::session_record read_session(const statement& st) {
   s.last_event_id = st.int64(10);
   s.message_count = st.int64(11);
   s.mode = st.text(12);
+  s.labels = labels_from_json(st.text(13));
+  s.variables = map_from_json(st.text(14));
+  s.ttl_seconds = st.optional_int64(15);
+  s.active_at_ms = st.int64(16);
+  s.event_webhook_url = st.optional_text(17);
   return s;
 }
 
@@ -100,12 +121,16 @@ void sqlite_store::write_labels(const core::session_record& s) {
           .bind(3, k)
           .bind(4, v)
           .run();
+  db_.prepare("DELETE FROM session_label_index WHERE session_id = ?").bind(1, s.id).run();
+  for (const auto& l : s.labels)
+    db_.prepare("INSERT INTO session_label_index (label, session_id) VALUES (?, ?)").bind(1, l).bind(2, s.id).run();
 }
 
 void sqlite_store::insert_session(const core::session_record& s) {
   db_.prepare(
          "INSERT INTO sessions (id, thread_id, title, status, agent_name, config, scopes, metadata, created_at, updated_at, "
-         "last_event_id, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+         "last_event_id, mode, labels, variables, ttl_seconds, active_at, event_webhook_url) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(1, s.id)
       .bind(2, s.thread_id)
       .bind(3, s.title)
@@ -118,6 +143,11 @@ void sqlite_store::insert_session(const core::session_record& s) {
       .bind(10, s.updated_at_ms)
       .bind(11, s.last_event_id)
       .bind(12, s.mode)
+      .bind(13, labels_to_json(s.labels))
+      .bind(14, map_to_json(s.variables))
+      .bind(15, s.ttl_seconds)
+      .bind(16, std::max(s.active_at_ms, s.created_at_ms))
+      .bind(17, s.event_webhook_url)
       .run();
   write_labels(s);
 }
@@ -139,6 +169,8 @@ core::session_page sqlite_store::list_sessions(const core::session_filter& f) {
   };
   for (std::size_t i = 0; i < f.metadata.size(); ++i) where += label("metadata");
   for (std::size_t i = 0; i < f.scopes.size(); ++i) where += label("scopes");
+  for (std::size_t i = 0; i < f.labels.size(); ++i)
+    where += " AND EXISTS (SELECT 1 FROM session_label_index x WHERE x.label = ? AND x.session_id = s.id)";
   auto bind_filters = [&](statement& st) {
     int n = 1;
     if (f.status) st.bind(n++, *f.status);
@@ -147,6 +179,7 @@ core::session_page sqlite_store::list_sessions(const core::session_filter& f) {
         st.bind(n, k).bind(n + 1, v);
         n += 2;
       }
+    for (const auto& l : f.labels) st.bind(n++, l);
     return n;
   };
   core::session_page page;
@@ -167,7 +200,8 @@ core::session_page sqlite_store::list_sessions(const core::session_filter& f) {
 bool sqlite_store::update_session(const core::session_record& s) {
   db_.prepare(
          "UPDATE sessions SET title = ?, status = ?, agent_name = ?, config = ?, scopes = ?, metadata = ?, updated_at = ?, "
-         "mode = ? WHERE id = ?")
+         "mode = ?, labels = ?, variables = ?, ttl_seconds = ?, active_at = max(active_at, ?), event_webhook_url = ? "
+         "WHERE id = ?")
       .bind(1, s.title)
       .bind(2, s.status)
       .bind(3, s.agent_name)
@@ -176,7 +210,12 @@ bool sqlite_store::update_session(const core::session_record& s) {
       .bind(6, map_to_json(s.metadata))
       .bind(7, s.updated_at_ms)
       .bind(8, s.mode)
-      .bind(9, s.id)
+      .bind(9, labels_to_json(s.labels))
+      .bind(10, map_to_json(s.variables))
+      .bind(11, s.ttl_seconds)
+      .bind(12, std::max(s.active_at_ms, s.updated_at_ms))
+      .bind(13, s.event_webhook_url)
+      .bind(14, s.id)
       .run();
   if (db_.changes() == 0) return false;
   write_labels(s);
@@ -195,6 +234,47 @@ std::vector<std::string> sqlite_store::all_session_ids() {
   auto st = db_.prepare("SELECT id FROM sessions ORDER BY created_at, rowid");
   while (st.step()) out.push_back(st.text(0));
   return out;
+}
+
+std::vector<core::session_record> sqlite_store::idle_sessions(std::int64_t now_ms, std::int64_t default_ttl_ms,
+                                                              std::size_t limit) {
+  // Two indexed-by-active_at halves: sessions on the default TTL, and those with their own
+  // (few; their expiry is active_at + ttl, which no index orders).
+  static const std::string sql = std::string("SELECT ") + session_columns +
+                                 " FROM sessions s WHERE (s.ttl_seconds IS NULL AND ?1 > 0 AND s.active_at <= ?2 - ?1) "
+                                 "OR (s.ttl_seconds > 0 AND s.active_at + s.ttl_seconds * 1000 <= ?2) "
+                                 "ORDER BY s.active_at LIMIT ?3";
+  auto st = db_.prepare(sql.c_str());
+  st.bind(1, default_ttl_ms).bind(2, now_ms).bind(3, static_cast<std::int64_t>(limit));
+  std::vector<core::session_record> out;
+  while (st.step()) out.push_back(read_session(st));
+  return out;
+}
+
+std::vector<core::event_webhook_cursor> sqlite_store::event_webhook_cursors(std::string_view after_id, std::size_t limit) {
+  auto st = db_.prepare(
+      "SELECT id, event_webhook_url, event_webhook_cursor FROM sessions WHERE event_webhook_url IS NOT NULL AND id > ? "
+      "ORDER BY id LIMIT ?");
+  st.bind(1, after_id).bind(2, static_cast<std::int64_t>(limit));
+  std::vector<core::event_webhook_cursor> out;
+  while (st.step()) out.push_back({st.text(0), st.text(1), st.int64(2)});
+  return out;
+}
+
+std::optional<core::event_webhook_cursor> sqlite_store::find_event_webhook_cursor(std::string_view session_id) {
+  auto st = db_.prepare(
+      "SELECT id, event_webhook_url, event_webhook_cursor FROM sessions WHERE id = ? AND event_webhook_url IS NOT NULL");
+  st.bind(1, session_id);
+  if (!st.step()) return std::nullopt;
+  return core::event_webhook_cursor{st.text(0), st.text(1), st.int64(2)};
+}
+
+bool sqlite_store::advance_event_webhook_cursor(std::string_view session_id, std::int64_t forwarded_id) {
+  db_.prepare("UPDATE sessions SET event_webhook_cursor = max(event_webhook_cursor, ?) WHERE id = ?")
+      .bind(1, forwarded_id)
+      .bind(2, session_id)
+      .run();
+  return db_.changes() > 0;
 }
 
 core::message_page sqlite_store::list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) {
@@ -489,7 +569,8 @@ core::webhook_delivery_record read_delivery(const statement& st) {
 }  // namespace
 
 void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& d) {
-  db_.prepare("INSERT INTO webhook_deliveries (" AGW_DELIVERY_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+  db_.prepare("INSERT INTO webhook_deliveries (" AGW_DELIVERY_COLUMNS
+              ", event_first_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(1, d.id)
       .bind(2, d.webhook_id)
       .bind(3, d.session_id)
@@ -500,6 +581,23 @@ void sqlite_store::insert_webhook_delivery(const core::webhook_delivery_record& 
       .bind(8, d.round_attempts)
       .bind(9, d.next_attempt_at_ms)
       .bind(10, d.created_at_ms)
+      .bind(11, d.event_first_id)
+      .run();
+}
+
+void sqlite_store::insert_session_notice(const core::webhook_delivery_record& d) {
+  db_.prepare(
+         "INSERT INTO session_notices (id, webhook_id, session_id, url, payload, status, attempt_count, next_attempt_at, "
+         "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(1, d.id)
+      .bind(2, d.webhook_id)
+      .bind(3, d.session_id)
+      .bind(4, d.url)
+      .bind(5, d.payload)
+      .bind(6, d.status)
+      .bind(7, d.round_attempts)
+      .bind(8, d.next_attempt_at_ms)
+      .bind(9, d.created_at_ms)
       .run();
 }
 
@@ -536,10 +634,16 @@ std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery
 }
 
 std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
-  auto st =
-      db_.prepare("SELECT " AGW_DELIVERY_COLUMNS
-                  " "
-                  "FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?");
+  auto st = db_.prepare(
+      "SELECT " AGW_DELIVERY_COLUMNS
+      " FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at <= ?1 "
+      // An event batch waits for the session's earlier batches (migration 6): in order.
+      "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
+      "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id < d.event_first_id)) "
+      // And the notices that outlived their session (migration 6).
+      "UNION ALL SELECT id, webhook_id, session_id, '', url, payload, status, attempt_count, next_attempt_at, created_at "
+      "FROM session_notices WHERE status = 'pending' AND next_attempt_at <= ?1 "
+      "ORDER BY next_attempt_at LIMIT ?2");
   st.bind(1, now_ms).bind(2, static_cast<std::int64_t>(limit));
   std::vector<core::webhook_delivery_record> out;
   while (st.step()) out.push_back(read_delivery(st));
@@ -547,7 +651,10 @@ std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(
 }
 
 std::optional<std::int64_t> sqlite_store::next_webhook_due_ms(std::int64_t after_ms) {
-  auto st = db_.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?");
+  auto st = db_.prepare(
+      "SELECT MIN(t) FROM (SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending' AND "
+      "next_attempt_at > ?1 UNION ALL SELECT MIN(next_attempt_at) FROM session_notices WHERE status = 'pending' AND "
+      "next_attempt_at > ?1)");
   st.bind(1, after_ms);
   if (!st.step()) return std::nullopt;
   return st.optional_int64(0);
@@ -561,7 +668,17 @@ bool sqlite_store::record_webhook_attempt(const core::webhook_attempt_outcome& o
       .bind(2, o.next_attempt_at_ms)
       .bind(3, o.delivery_id)
       .run();
-  if (db_.changes() == 0) return false;
+  if (db_.changes() == 0) {
+    // A notice that outlived its session: its state moves on, its attempts are not kept.
+    db_.prepare(
+           "UPDATE session_notices SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ? "
+           "WHERE id = ? AND status = 'pending'")
+        .bind(1, o.status)
+        .bind(2, o.next_attempt_at_ms)
+        .bind(3, o.delivery_id)
+        .run();
+    return db_.changes() > 0;
+  }
   std::optional<std::int64_t> code;
   if (o.attempt.status_code) code = *o.attempt.status_code;
   db_.prepare(

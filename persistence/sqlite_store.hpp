@@ -4,6 +4,7 @@
 // thread-safe: the store_executor gives each connection to exactly one thread.
 // A session's events live in segments (event_batches rows); those only the journal
 // holds are in `tails` (journal_tails.hpp), which reads merge in.
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +35,16 @@ class sqlite_store final : public core::store_connection {
   bool update_session(const core::session_record& s) override;
   bool delete_session(std::string_view id) override;
   std::vector<std::string> all_session_ids() override;
+  std::vector<core::session_record> idle_sessions(std::int64_t now_ms, std::int64_t default_ttl_ms, std::size_t limit) override;
+  std::vector<core::event_webhook_cursor> event_webhook_cursors(std::string_view after_id, std::size_t limit) override;
+  std::optional<core::event_webhook_cursor> find_event_webhook_cursor(std::string_view session_id) override;
+  bool advance_event_webhook_cursor(std::string_view session_id, std::int64_t forwarded_id) override;
+
+  // State scopes (sqlite_store_state.cpp).
+  std::map<std::string, std::string> read_state(std::string_view scope, std::string_view owner) override;
+  void put_state(std::string_view scope, std::string_view owner, std::string_view key, std::string_view value,
+                 std::int64_t at_ms) override;
+  void delete_state(std::string_view scope, std::string_view owner, std::string_view key) override;
 
   core::message_page list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) override;
   std::vector<core::message_record> all_messages(std::string_view session_id) override;
@@ -63,6 +74,7 @@ class sqlite_store final : public core::store_connection {
   std::int64_t queued_message_count(std::string_view session_id) override;
 
   void insert_webhook_delivery(const core::webhook_delivery_record& d) override;
+  void insert_session_notice(const core::webhook_delivery_record& d) override;
   std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override;
   std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,
                                                                      std::string_view delivery_id) override;

@@ -27,6 +27,8 @@ struct agent_profile {
   std::string system_prompt;
   std::optional<std::vector<std::string>> tools;  // none = every registered tool
   std::optional<model_price> price;
+  std::vector<std::string> labels;  // added to every session created for this profile (docs/sessions.md)
+  std::string event_webhook_url;    // "" = none; a session created for the profile without its own gets it
 };
 
 // The session's config over the profile's: every key the session sets wins.

@@ -4,9 +4,11 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <variant>
 
 #include "core/api_error.hpp"
 #include "core/session_request.hpp"
+#include "core/webhooks/callback_target.hpp"
 
 namespace agw::core {
 
@@ -51,7 +53,8 @@ std::vector<std::string> parse_tools(const json::value& v, const std::string& wh
 
 // The fields a session's config may also set; they form the profile's config.
 constexpr std::string_view config_fields[] = {"provider", "model", "temperature", "max_tokens", "mock"};
-constexpr std::string_view own_fields[] = {"base_url", "api_key", "api_key_env", "system_prompt", "tools", "price"};
+constexpr std::string_view own_fields[] = {"base_url", "api_key", "api_key_env", "system_prompt",
+                                           "tools",    "price",   "labels",      "event_webhook_url"};
 
 bool is_one_of(std::string_view key, const auto& names) {
   for (auto n : names)
@@ -80,6 +83,19 @@ agent_profile parse_profile(const std::string& name, const json::value& v, const
   p.system_prompt = string_field(*o, "system_prompt", where);
   if (const auto* t = o->if_contains("tools")) p.tools = parse_tools(*t, where + ".tools");
   if (const auto* pr = o->if_contains("price")) p.price = parse_price(*pr, where + ".price");
+  p.event_webhook_url = string_field(*o, "event_webhook_url", where);
+  if (!p.event_webhook_url.empty())
+    if (auto parsed = parse_callback_url(p.event_webhook_url); std::holds_alternative<std::string>(parsed))
+      refuse(where + ".event_webhook_url", std::get<std::string>(parsed));
+  if (const auto* l = o->if_contains("labels")) {
+    const auto* a = l->if_array();
+    if (!a || a->size() > session_limits::max_labels) refuse(where + ".labels", "must be a list of at most 32 labels");
+    for (const auto& label : *a) {
+      if (!label.is_string() || !is_valid_label(label.get_string()))
+        refuse(where + ".labels", "must hold labels of 1 to 64 letters, digits, '.', '_', ':' or '-'");
+      p.labels.emplace_back(label.get_string());
+    }
+  }
   return p;
 }
 

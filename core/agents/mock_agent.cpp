@@ -1,6 +1,7 @@
 #include "core/agents/mock_agent.hpp"
 
 #include "core/agents/mock_options.hpp"
+#include "core/agents/session_variables.hpp"
 #include "core/runs/run_context.hpp"
 
 namespace agw::core {
@@ -121,7 +122,8 @@ std::string last_prompt(const run_context& ctx) {
 
 // Streams the tokens on their schedule; false when the run was aborted meanwhile.
 net::awaitable<bool> stream_tokens(run_context& ctx, const mock_options& options) {
-  const auto tokens = mock_tokens(last_prompt(ctx), options.tokens);
+  const auto tokens =
+      mock_tokens(options.echo_variables ? variables_prompt(ctx.session().variables) : last_prompt(ctx), options.tokens);
   const auto first_token_at = ctx.time().steady_now();
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (ctx.aborted()) co_return false;

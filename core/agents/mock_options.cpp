@@ -52,6 +52,10 @@ mock_options parse_mock_options(const boost::json::value* mock) {
       out.tool_calls.push_back(std::move(c));
     }
   }
+  if (auto* v = o.if_contains("echo_variables")) {
+    if (!v->is_bool()) bad("config.mock.echo_variables must be a boolean");
+    out.echo_variables = v->get_bool();
+  }
   if (auto* v = o.if_contains("plan")) {
     if (!v->is_array()) bad("config.mock.plan must be a list of strings");
     if (v->get_array().size() > 100) bad("config.mock.plan may have at most 100 steps");

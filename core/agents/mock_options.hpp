@@ -23,6 +23,7 @@ struct mock_options {
   std::optional<std::int64_t> fail_after;  // emit an error after this many tokens
   std::int64_t think_ms = 0;               // silence before the first token
   std::vector<std::string> plan;           // planning event + one step_complete per step
+  bool echo_variables = false;             // echo the session's variables (as the openai prompt has them), not the input
 };
 
 // Throws api_error(bad_request) naming the offending field.

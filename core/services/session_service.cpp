@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/agents/agent_environment.hpp"
 #include "core/api_error.hpp"
 #include "core/clock.hpp"
 #include "core/ids.hpp"
@@ -16,6 +17,25 @@ namespace net = boost::asio;
 session_service::session_service(store_executor& store, session_hub& hub, const clock& time)
     : store_(store), hub_(hub), clock_(time) {}
 
+std::optional<std::int64_t> expiry_of(const session_record& s, std::int64_t default_ttl_ms) {
+  const std::int64_t ttl_ms = s.ttl_seconds ? *s.ttl_seconds * 1000 : default_ttl_ms;
+  if (ttl_ms <= 0) return std::nullopt;
+  return std::max(s.active_at_ms, s.created_at_ms) + ttl_ms;
+}
+
+void session_service::prepare_new(session_record& s) const {
+  s.created_at_ms = s.updated_at_ms = s.active_at_ms = clock_.wall_ms();
+  // A profile's labels join the client's (docs/sessions.md: agent_name is fixed at create,
+  // so every run of the session is that profile's).
+  if (auto profile = current_agent_environment()->profile(s.agent_name)) {
+    for (const auto& l : profile->labels) s.labels.insert(l);
+    if (!s.event_webhook_url && !profile->event_webhook_url.empty()) s.event_webhook_url = profile->event_webhook_url;
+    if (s.labels.size() > session_limits::max_labels)
+      throw api_error(error_code::bad_request,
+                      "labels and the agent profile's labels together exceed " + std::to_string(session_limits::max_labels));
+  }
+}
+
 void session_service::check_id(const std::string& id) {
   if (!is_uuid(id)) throw api_error(error_code::not_found, "no such session");
 }
@@ -24,10 +44,11 @@ net::awaitable<session_view> session_service::create(boost::json::value body) {
   auto s = parse_session_create(body);
   s.id = new_uuid();
   s.thread_id = new_uuid();
-  s.created_at_ms = s.updated_at_ms = clock_.wall_ms();
+  prepare_new(s);
   auto insert = [s](store_connection& c) { c.insert_session(s); };
   co_await store_.async_write(std::move(insert), net::use_awaitable);
   // A new session has no channel yet: nothing live to merge.
+  s.expires_at_ms = expiry_of(s, default_ttl_ms_);
   co_return session_view{std::move(s), std::nullopt};
 }
 
@@ -36,7 +57,7 @@ net::awaitable<session_record> session_service::find_or_create(std::string id, b
   auto s = parse_session_create(body);
   s.id = id;
   s.thread_id = new_uuid();
-  s.created_at_ms = s.updated_at_ms = clock_.wall_ms();
+  prepare_new(s);
   // Looked up and inserted in one write job: two requests for a new id make one session.
   auto find_or_insert = [s](store_connection& c) {
     if (auto found = c.find_session(s.id)) return *found;
@@ -73,6 +94,7 @@ net::awaitable<session_view> session_service::patch(std::string id, boost::json:
     if (!s) return std::nullopt;
     apply_session_patch(body, *s);
     s->updated_at_ms = time.wall_ms();
+    s->active_at_ms = std::max(s->active_at_ms, s->updated_at_ms);  // a PATCH is activity (the TTL's)
     c.update_session(*s);
     return s;
   };
@@ -100,6 +122,7 @@ net::awaitable<session_record> session_service::require(std::string id) {
 
 session_view session_service::with_live_state(session_record s) const {
   auto live = hub_.live_state(s.id);
+  s.expires_at_ms = expiry_of(s, default_ttl_ms_);
   s.last_event_id = std::max(s.last_event_id, live.last_event_id);
   return session_view{std::move(s), std::move(live.run)};
 }

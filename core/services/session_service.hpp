@@ -38,6 +38,11 @@ class session_service {
  public:
   session_service(store_executor& store, session_hub& hub, const clock& time);
 
+  // GATEWAY_SESSION_TTL in ms (0: sessions without their own ttl_seconds never expire);
+  // shown as expires_at. Set before serving.
+  void set_default_ttl_ms(std::int64_t ms) { default_ttl_ms_ = ms; }
+  std::int64_t default_ttl_ms() const { return default_ttl_ms_; }
+
   // Throws api_error(not_found) for an id that cannot name a session (not a UUID):
   // such ids never reach storage, and callers may check before parsing a body.
   static void check_id(const std::string& id);
@@ -60,10 +65,16 @@ class session_service {
 
  private:
   session_view with_live_state(session_record s) const;
+  // A new session's defaults: its profile's labels, its activity time.
+  void prepare_new(session_record& s) const;
 
   store_executor& store_;
   session_hub& hub_;
   const clock& clock_;
+  std::int64_t default_ttl_ms_ = 0;
 };
+
+// When `s` expires with `default_ttl_ms` for sessions without their own TTL; nullopt: never.
+std::optional<std::int64_t> expiry_of(const session_record& s, std::int64_t default_ttl_ms);
 
 }  // namespace agw::core

@@ -14,6 +14,7 @@
 #include "core/storage/idempotency_keys.hpp"
 #include "core/storage/message_queue.hpp"
 #include "core/storage/session_catalog.hpp"
+#include "core/storage/session_state_store.hpp"
 #include "core/storage/store_error.hpp"
 #include "core/storage/webhook_outbox.hpp"
 
@@ -24,7 +25,8 @@ class store_connection : public session_catalog,
                          public event_log,
                          public idempotency_keys,
                          public message_queue,
-                         public webhook_outbox {
+                         public webhook_outbox,
+                         public session_state_store {
  public:
   // Transactions. The executor wraps each write job in a savepoint inside one
   // batch transaction, so many jobs share one commit (group commit).

@@ -15,6 +15,10 @@ class webhook_outbox {
  public:
   virtual ~webhook_outbox() = default;
   virtual void insert_webhook_delivery(const webhook_delivery_record& d) = 0;
+  // A delivery that outlives its session (session.expired): due, attempted and moved on
+  // like the others (due_webhook_deliveries, record_webhook_attempt), but neither listed
+  // with a session nor deleted with one, and its attempts are not kept.
+  virtual void insert_session_notice(const webhook_delivery_record& d) = 0;
   virtual std::vector<webhook_delivery_record> list_webhook_deliveries(
       std::string_view session_id) = 0;  // with attempts, oldest first
   virtual std::optional<webhook_delivery_record> find_webhook_delivery(std::string_view session_id,

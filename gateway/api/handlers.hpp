@@ -16,6 +16,9 @@ awaitable<handler_result> list_sessions(request_context& ctx);
 awaitable<handler_result> get_session(request_context& ctx);
 awaitable<handler_result> patch_session(request_context& ctx);
 awaitable<handler_result> delete_session(request_context& ctx);
+// GET/PATCH /sessions/{id}/state (gateway/api/state_handlers.cpp): the merged state scopes.
+awaitable<handler_result> get_session_state(request_context& ctx);
+awaitable<handler_result> patch_session_state(request_context& ctx);
 
 awaitable<handler_result> post_message(request_context& ctx);
 awaitable<handler_result> list_messages(request_context& ctx);

@@ -16,6 +16,8 @@ void register_routes(app_context& app) {
   r.add(verb::get, "/sessions/{}", api::get_session);
   r.add(verb::patch, "/sessions/{}", api::patch_session);
   r.add(verb::delete_, "/sessions/{}", api::delete_session);
+  r.add(verb::get, "/sessions/{}/state", api::get_session_state);
+  r.add(verb::patch, "/sessions/{}/state", api::patch_session_state);
   r.add(verb::post, "/sessions/{}/messages", api::post_message);
   r.add(verb::get, "/sessions/{}/messages", api::list_messages);
   r.add(verb::post, "/sessions/{}/abort", api::abort_run);

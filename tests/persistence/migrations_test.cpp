@@ -14,6 +14,7 @@ using agw::persistence::sqlite_store;
 using agw::test::make_session;
 using agw::test::pragma_text;
 using agw::test::temp_db;
+using agw::test::undo_migration_6;
 
 // What migration 5 added, taken away again: a file from before it.
 constexpr const char* undo_migration_5 =
@@ -31,11 +32,12 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 5);
+  CHECK(schema_version() == 6);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
-                                                     "queued_messages", "message_counts", "messages", "session_labels",
-                                                     "sessions", "sqlite_sequence", "webhook_attempts", "webhook_deliveries"});
+                                                     "message_counts", "messages", "queued_messages", "session_label_index",
+                                                     "session_labels", "session_notices", "session_state", "sessions",
+                                                     "sqlite_sequence", "webhook_attempts", "webhook_deliveries"});
   CHECK(pragma_text(*store, "journal_mode") == "wal");
   CHECK(pragma_text(*store, "foreign_keys") == "1");
 }
@@ -46,10 +48,10 @@ TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the dat
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     migrate(store->database());  // twice on one connection
-    CHECK(pragma_text(*store, "user_version") == "5");
+    CHECK(pragma_text(*store, "user_version") == "6");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "5");
+  CHECK(pragma_text(*again, "user_version") == "6");
   CHECK(again->find_session("s1").has_value());
   CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
 }
@@ -81,12 +83,13 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
     store->insert_session(make_session("s1", 10));
     store->append_events(agw::test::make_batch("s1", 1, 3));
     // Back to what a version 1 binary left behind.
+    store->database().exec(undo_migration_6);
     store->database().exec(undo_migration_5);
     store->database().exec("DROP TABLE event_journal; DROP TRIGGER sessions_drop_checkpoints");
     store->database().exec("PRAGMA user_version = 1");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "5");
+  CHECK(pragma_text(*again, "user_version") == "6");
   CHECK(table_names(*again).contains("event_journal"));
   REQUIRE(again->find_session("s1"));
   CHECK(again->find_session("s1")->last_event_id == 3);
@@ -102,6 +105,7 @@ TEST_CASE("migrations: a version 2 file gets its sessions' message counts, which
     for (std::int64_t seq = 1; seq <= 3; ++seq)
       store->upsert_message(agw::test::make_message("s1", "m" + std::to_string(seq), seq));
     // Back to what a version 2 binary left behind: no counts table, no triggers.
+    store->database().exec(undo_migration_6);
     store->database().exec(
         "DROP TRIGGER messages_counted_in; DROP TRIGGER messages_counted_out; DROP TABLE message_counts; "
         "DROP TRIGGER sessions_drop_checkpoints; "
@@ -127,6 +131,7 @@ TEST_CASE("migrations: a version 3 file loses the checkpoints' session index, ke
     store->insert_checkpoint({"thread-s1", "s1", 1, R"({"messages":[]})", 10});
     store->insert_checkpoint({"thread-s2", "s2", 1, R"({"messages":[]})", 20});
     // Back to what a version 3 binary left behind: the index, no triggers.
+    store->database().exec(undo_migration_6);
     store->database().exec(
         "CREATE INDEX checkpoints_session ON checkpoints (session_id); DROP TRIGGER sessions_drop_checkpoints; "
         "DROP TRIGGER checkpoints_need_session; PRAGMA user_version = 3");
@@ -145,4 +150,26 @@ TEST_CASE("migrations: a version 3 file loses the checkpoints' session index, ke
   // A row for a session that is gone is refused, as the foreign key refused it.
   CHECK_THROWS_WITH_AS(again->insert_checkpoint({"thread-s1", "s1", 2, "{}", 30}), doctest::Contains("FOREIGN KEY"),
                        agw::core::store_error);
+}
+
+TEST_CASE("migrations: a version 4 file gains the session attributes; activity from its newest message") {
+  temp_db db;
+  {
+    auto store = db.open();
+    store->insert_session(make_session("s1", 10));
+    store->insert_session(make_session("s2", 20));
+    auto m = agw::test::make_message("s1", "m1", 1);
+    m.created_at_ms = 500;
+    store->upsert_message(m);
+    store->database().exec(undo_migration_6);
+    store->database().exec(undo_migration_5);
+    store->database().exec("PRAGMA user_version = 4");
+  }
+  auto again = db.open();
+  CHECK(pragma_text(*again, "user_version") == "6");
+  CHECK(again->find_session("s1")->active_at_ms == 500);
+  CHECK(again->find_session("s2")->active_at_ms == 20);
+  CHECK(again->find_session("s1")->labels.empty());
+  CHECK(again->find_session("s1")->variables.empty());
+  CHECK_FALSE(again->find_session("s1")->ttl_seconds);
 }

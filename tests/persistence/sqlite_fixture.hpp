@@ -48,4 +48,15 @@ inline std::string pragma_text(persistence::sqlite_store& store, const std::stri
   return st.text(0);
 }
 
+// What migration 6 added, taken away again: tests rebuild an older version from the
+// current schema (migration 6 is not idempotent: ALTER TABLE ADD COLUMN).
+inline constexpr const char* undo_migration_6 =
+    "DROP INDEX sessions_active; DROP INDEX sessions_event_webhooks; DROP TABLE session_label_index; "
+    "DROP TABLE session_state; DROP TABLE session_notices; DROP TRIGGER messages_touch_session; DROP TRIGGER "
+    "sessions_drop_state; "
+    "ALTER TABLE sessions DROP COLUMN labels; ALTER TABLE sessions DROP COLUMN variables; "
+    "ALTER TABLE sessions DROP COLUMN ttl_seconds; ALTER TABLE sessions DROP COLUMN active_at; "
+    "ALTER TABLE sessions DROP COLUMN event_webhook_url; ALTER TABLE sessions DROP COLUMN event_webhook_cursor; "
+    "ALTER TABLE webhook_deliveries DROP COLUMN event_first_id;";
+
 }  // namespace agw::test

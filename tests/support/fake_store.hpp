@@ -35,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -59,7 +60,10 @@ struct fake_data {
   std::map<std::pair<std::string, std::string>, core::idempotency_record> idempotency;
   std::vector<core::queued_message_record> queued;  // arrival order
   std::int64_t queued_seq = 0;
-  std::vector<core::webhook_delivery_record> deliveries;  // with their attempts, insertion order
+  std::vector<core::webhook_delivery_record> deliveries;                           // with their attempts, insertion order
+  std::map<std::tuple<std::string, std::string, std::string>, std::string> state;  // (scope, owner, key) -> JSON
+  std::map<std::string, std::int64_t, std::less<>> event_webhook_cursors;          // by session id
+  std::vector<core::webhook_delivery_record> notices;                              // deliveries that outlive their session
 };
 
 class fake_connection;
@@ -235,6 +239,7 @@ class fake_connection final : public core::store_connection {
         if (other.thread_id == s.thread_id) throw core::store_error("fake: UNIQUE constraint failed: sessions.thread_id");
       check_status(s.status);
       d.sessions[s.id] = s;
+      d.sessions[s.id].active_at_ms = std::max(s.active_at_ms, s.created_at_ms);
       d.session_rowids[s.id] = d.next_rowid++;
     });
   }
@@ -255,6 +260,7 @@ class fake_connection final : public core::store_connection {
         bool ok = true;
         for (const auto& [k, v] : f.metadata) ok = ok && s.metadata.count(k) && s.metadata.at(k) == v;
         for (const auto& [k, v] : f.scopes) ok = ok && s.scopes.count(k) && s.scopes.at(k) == v;
+        for (const auto& l : f.labels) ok = ok && s.labels.count(l);
         if (ok) all.push_back(s);
       }
       std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return session_order(d, b, a); });
@@ -277,6 +283,7 @@ class fake_connection final : public core::store_connection {
       updated.thread_id = it->second.thread_id;
       updated.created_at_ms = it->second.created_at_ms;
       updated.last_event_id = it->second.last_event_id;
+      updated.active_at_ms = std::max({it->second.active_at_ms, s.active_at_ms, s.updated_at_ms});
       it->second = std::move(updated);
       return true;
     });
@@ -291,10 +298,70 @@ class fake_connection final : public core::store_connection {
       std::erase_if(d.queued, [&](const auto& q) { return q.session_id == id; });
       if (auto e = d.event_batches.find(id); e != d.event_batches.end()) d.event_batches.erase(e);
       std::erase_if(d.deliveries, [&](const auto& r) { return r.session_id == id; });  // with their attempts
+      if (auto c = d.event_webhook_cursors.find(id); c != d.event_webhook_cursors.end()) d.event_webhook_cursors.erase(c);
+      std::erase_if(d.state, [&](const auto& kv) { return std::get<0>(kv.first) == "session" && std::get<1>(kv.first) == id; });
       d.session_rowids.erase(it->first);
       d.sessions.erase(it);
       return true;
     });
+  }
+  std::vector<core::session_record> idle_sessions(std::int64_t now_ms, std::int64_t default_ttl_ms, std::size_t limit) override {
+    return read("idle_sessions", [&](fake_data& d) {
+      std::vector<core::session_record> out;
+      for (const auto& [id, s] : d.sessions) {
+        const std::int64_t ttl_ms = s.ttl_seconds ? *s.ttl_seconds * 1000 : default_ttl_ms;
+        if (ttl_ms > 0 && s.active_at_ms + ttl_ms <= now_ms) out.push_back(s);
+      }
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.active_at_ms < b.active_at_ms; });
+      if (out.size() > limit) out.resize(limit);
+      return out;
+    });
+  }
+  std::vector<core::event_webhook_cursor> event_webhook_cursors(std::string_view after_id, std::size_t limit) override {
+    return read("event_webhook_cursors", [&](fake_data& d) {
+      std::vector<core::event_webhook_cursor> out;
+      for (const auto& [id, s] : d.sessions) {  // by id, as the map is ordered
+        if (!s.event_webhook_url || id <= after_id) continue;
+        if (out.size() >= limit) break;
+        auto c = d.event_webhook_cursors.find(id);
+        out.push_back({id, *s.event_webhook_url, c == d.event_webhook_cursors.end() ? 0 : c->second});
+      }
+      return out;
+    });
+  }
+  std::optional<core::event_webhook_cursor> find_event_webhook_cursor(std::string_view session_id) override {
+    return read("find_event_webhook_cursor", [&](fake_data& d) -> std::optional<core::event_webhook_cursor> {
+      auto s = d.sessions.find(session_id);
+      if (s == d.sessions.end() || !s->second.event_webhook_url) return std::nullopt;
+      auto c = d.event_webhook_cursors.find(session_id);
+      return core::event_webhook_cursor{s->first, *s->second.event_webhook_url,
+                                        c == d.event_webhook_cursors.end() ? 0 : c->second};
+    });
+  }
+  bool advance_event_webhook_cursor(std::string_view session_id, std::int64_t forwarded_id) override {
+    return write("advance_event_webhook_cursor", [&](fake_data& d) {
+      if (!d.sessions.count(session_id)) return false;
+      auto& c = d.event_webhook_cursors[std::string(session_id)];
+      c = std::max(c, forwarded_id);
+      return true;
+    });
+  }
+  std::map<std::string, std::string> read_state(std::string_view scope, std::string_view owner) override {
+    return read("read_state", [&](fake_data& d) {
+      std::map<std::string, std::string> out;
+      for (const auto& [k, v] : d.state)
+        if (std::get<0>(k) == scope && std::get<1>(k) == owner) out.emplace(std::get<2>(k), v);
+      return out;
+    });
+  }
+  void put_state(std::string_view scope, std::string_view owner, std::string_view key, std::string_view value,
+                 std::int64_t) override {
+    write("put_state", [&](fake_data& d) {
+      d.state[{std::string(scope), std::string(owner), std::string(key)}] = std::string(value);
+    });
+  }
+  void delete_state(std::string_view scope, std::string_view owner, std::string_view key) override {
+    write("delete_state", [&](fake_data& d) { d.state.erase({std::string(scope), std::string(owner), std::string(key)}); });
   }
   std::vector<std::string> all_session_ids() override {
     return read("all_session_ids", [&](fake_data& d) {
@@ -334,6 +401,10 @@ class fake_connection final : public core::store_connection {
           throw core::store_error("fake: UNIQUE constraint failed: messages.session_id, messages.seq");
       auto row = m;
       row.session_id = session_id;
+      // Like migration 6's trigger: a new message is the session's latest activity.
+      if (it == d.messages.end())
+        if (auto s = d.sessions.find(session_id); s != d.sessions.end())
+          s->second.active_at_ms = std::max(s->second.active_at_ms, m.created_at_ms);
       d.messages[m.id] = std::move(row);
     });
   }
@@ -480,6 +551,16 @@ class fake_connection final : public core::store_connection {
   }
 
   // --- webhook outbox ---
+  void insert_session_notice(const core::webhook_delivery_record& r) override {
+    write("insert_session_notice", [&](fake_data& d) {
+      for (const auto& other : d.notices)
+        if (other.id == r.id || other.webhook_id == r.webhook_id)
+          throw core::store_error("fake: UNIQUE constraint failed: session_notices");
+      check_delivery_status(r.status);
+      d.notices.push_back(r);
+      d.notices.back().attempts.clear();
+    });
+  }
   void insert_webhook_delivery(const core::webhook_delivery_record& r) override {
     write("insert_webhook_delivery", [&](fake_data& d) {
       require_session(d, db_.foreign_keys.load(), r.session_id, "webhook_deliveries");
@@ -515,7 +596,16 @@ class fake_connection final : public core::store_connection {
     return read("due_webhook_deliveries", [&](fake_data& d) {
       std::vector<core::webhook_delivery_record> out;  // earliest due first, ties in insertion order
       for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(without_attempts(r));
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) {
+          // Like sqlite_store: an event batch waits for the session's earlier pending batches.
+          bool waits = false;
+          for (const auto& e : d.deliveries)
+            waits = waits || (r.event_first_id && e.session_id == r.session_id && e.status == "pending" && e.event_first_id &&
+                              *e.event_first_id < *r.event_first_id);
+          if (!waits) out.push_back(without_attempts(r));
+        }
+      for (const auto& r : d.notices)
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(r);
       std::stable_sort(out.begin(), out.end(),
                        [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
       if (out.size() > limit) out.resize(limit);
@@ -525,10 +615,11 @@ class fake_connection final : public core::store_connection {
   std::optional<std::int64_t> next_webhook_due_ms(std::int64_t after_ms) override {
     return read("next_webhook_due_ms", [&](fake_data& d) -> std::optional<std::int64_t> {
       std::optional<std::int64_t> next;
-      for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms &&
-            (!next || *r.next_attempt_at_ms < *next))
-          next = r.next_attempt_at_ms;
+      for (const auto* rows : {&d.deliveries, &d.notices})
+        for (const auto& r : *rows)
+          if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms &&
+              (!next || *r.next_attempt_at_ms < *next))
+            next = r.next_attempt_at_ms;
       return next;
     });
   }
@@ -543,6 +634,14 @@ class fake_connection final : public core::store_connection {
         auto attempt = o.attempt;
         attempt.attempt = static_cast<std::int64_t>(r.attempts.size()) + 1;
         r.attempts.push_back(attempt);
+        return true;
+      }
+      for (auto& r : d.notices) {  // like sqlite_store: state moves on, attempts are not kept
+        if (r.id != o.delivery_id || r.status != "pending") continue;
+        check_delivery_status(o.status);
+        r.status = o.status;
+        r.next_attempt_at_ms = o.next_attempt_at_ms;
+        ++r.round_attempts;
         return true;
       }
       return false;

@@ -5,6 +5,7 @@
 #include "core/agents/openai/parallel_tools.hpp"
 #include "core/agents/openai/run_plan.hpp"
 #include "core/agents/openai/upstream_step.hpp"
+#include "core/agents/session_variables.hpp"
 #include "core/runs/run_context.hpp"
 #include "core/tools/client_tool.hpp"
 
@@ -39,7 +40,9 @@ void add_usage(run_context& ctx, const run_plan& plan, const step_result& step) 
 }  // namespace
 
 net::awaitable<void> openai_agent::run(run_context& ctx) {
-  const auto plan = make_run_plan(*env_, profile_, effective_config(profile_, ctx.config()), ctx.tools(), ctx.client_tools());
+  auto plan = make_run_plan(*env_, profile_, effective_config(profile_, ctx.config()), ctx.tools(), ctx.client_tools());
+  // The session's variables are the agent's to see (its metadata never is).
+  plan.chat.system_prompt = with_variables(plan.chat.system_prompt, ctx.session().variables);
   ctx.usage().provider = "openai";
   ctx.usage().model = plan.chat.model;
   for (int round = 0;; ++round) {

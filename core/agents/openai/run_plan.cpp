@@ -38,6 +38,7 @@ run_plan make_run_plan(const agent_environment& env, const agent_profile* profil
   // A client tool named like a built-in one takes its place for this run (its client asked for it).
   std::erase_if(plan.tools, [&](const tool* t) { return find_client_tool(client_tools, t->name()) != nullptr; });
   plan.client_tools = client_tools;
+  plan.context = parse_context_window(config);
   // The model's own price first (a session may run another model than its profile's).
   if (auto it = env.prices.find(plan.chat.model); it != env.prices.end())
     plan.price = it->second;

@@ -10,6 +10,7 @@
 
 #include "core/agents/agent_environment.hpp"
 #include "core/agents/openai/chat_request.hpp"
+#include "core/context_window.hpp"
 #include "core/tools/client_tool.hpp"
 #include "core/tools/tool_registry.hpp"
 
@@ -23,6 +24,7 @@ struct run_plan {
   std::vector<client_tool> client_tools;  // the run's client's (AG-UI): handed back to it when called
   std::optional<model_price> price;
   openai_defaults limits;  // timeouts, steps, retries
+  context_window context;  // config.context: what of the conversation each request carries
 };
 
 // `config` is the effective config (the profile's, overridden by the session's).

@@ -61,7 +61,11 @@ std::optional<std::chrono::milliseconds> backoff(const upstream_failure& f, cons
 // The exchange once its answer is 2xx, or nullptr when the run failed or was aborted.
 net::awaitable<exchange_ptr> open_upstream(run_context& ctx, const run_plan& plan, streaming_http_client& http) {
   const auto executor = co_await net::this_coro::executor;
-  const auto body = chat_request_body(plan.chat, ctx.conversation(), plan.tools, plan.client_tools);
+  // config.context bounds what the provider is sent; the stored conversation stays whole.
+  const auto& whole = ctx.conversation();
+  conversation_state window;
+  if (plan.context.bounded()) window.messages = bound_conversation(whole.messages, plan.context, ctx.time().wall_ms());
+  const auto body = chat_request_body(plan.chat, plan.context.bounded() ? window : whole, plan.tools, plan.client_tools);
   for (int attempt = 0;; ++attempt) {
     auto ex = http.prepare(executor, make_request(plan, body));
     auto opening = ex->open();

@@ -1,0 +1,83 @@
+#include "core/services/session_sweeper.hpp"
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/clock.hpp"
+#include "core/services/session_service.hpp"
+#include "core/session_hub.hpp"
+#include "core/store_executor.hpp"
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+session_sweeper::session_sweeper(store_executor& store, session_hub& hub, const clock& time, options opts, expiring_hook expiring,
+                                 expired_hook expired)
+    : store_(store), hub_(hub), clock_(time), opts_(opts), expiring_(std::move(expiring)), expired_(std::move(expired)) {}
+
+void session_sweeper::start(net::any_io_executor executor) { net::co_spawn(executor, loop(shared_from_this()), net::detached); }
+
+// The parameter (unnamed) is the frame's copy of the owner: it keeps `this` alive while the loop runs.
+net::awaitable<void> session_sweeper::loop(std::shared_ptr<session_sweeper>) {
+  while (!stopped_) {
+    auto pausing = clock_.sleep_for(opts_.interval);
+    co_await std::move(pausing);
+    if (stopped_) break;
+    try {
+      auto sweeping = sweep();
+      co_await std::move(sweeping);
+    } catch (const std::exception& e) {
+      // The next interval tries again: a busy or failing store only delays expiry.
+      spdlog::warn("session sweep failed: {}", e.what());
+    }
+  }
+}
+
+net::awaitable<std::size_t> session_sweeper::sweep() {
+  std::size_t total = 0;
+  for (bool more = true; more && !stopped_;) {
+    auto batch = sweep_batch(more);
+    total += co_await std::move(batch);
+  }
+  co_return total;
+}
+
+net::awaitable<std::size_t> session_sweeper::sweep_batch(bool& more) {
+  const auto now = clock_.wall_ms();
+  auto find = [now, ttl = opts_.default_ttl_ms, limit = opts_.batch](store_connection& c) {
+    return c.idle_sessions(now, ttl, limit);
+  };
+  auto candidates = co_await store_.async_read(std::move(find), net::use_awaitable);
+  more = candidates.size() >= opts_.batch;
+  // A live run does not protect its session: its start was the last activity, and a run
+  // going for longer than the TTL is ended (aborted) with it.
+  std::vector<std::string> ids;
+  for (const auto& s : candidates) ids.push_back(s.id);
+  if (ids.empty()) co_return 0;
+  auto expire = [ids, now, ttl = opts_.default_ttl_ms, hook = expiring_](store_connection& c) {
+    std::vector<std::string> gone;
+    for (const auto& id : ids) {
+      auto s = c.find_session(id);
+      auto expiry = s ? expiry_of(*s, ttl) : std::nullopt;
+      if (!expiry || *expiry > now) continue;  // touched since it was found
+      if (hook) hook(c, *s);
+      if (c.delete_session(id)) gone.push_back(id);
+    }
+    return gone;
+  };
+  auto gone = co_await store_.async_write(std::move(expire), net::use_awaitable);
+  // Rows first, then the live side, as DELETE does.
+  for (const auto& id : gone) hub_.session_deleted(id);
+  if (!gone.empty()) {
+    spdlog::info("session sweep: {} idle sessions expired", gone.size());
+    if (expired_) expired_(gone.size());
+  }
+  // Every candidate was touched meanwhile: the next interval looks again.
+  if (gone.empty()) more = false;
+  co_return gone.size();
+}
+
+}  // namespace agw::core
