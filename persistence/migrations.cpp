@@ -319,6 +319,25 @@ CREATE TABLE session_notices (
 );
 CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
 )sql",
+    // 7: the journal without AUTOINCREMENT. AUTOINCREMENT keeps its high-water mark in
+    //    sqlite_sequence, a row rewritten at every insert: one more page in every writer
+    //    commit, 13 % of a paced run's WAL frames (docs/streaming.md, "The event log").
+    //    A seq is still never handed out again: the journal's cuts and the start-up fold
+    //    always keep its newest row, so max(seq) + 1, SQLite's next rowid, never falls.
+    R"sql(
+CREATE TABLE event_journal_rows (
+  seq        INTEGER PRIMARY KEY,
+  entries    BLOB NOT NULL,
+  created_at INTEGER NOT NULL
+);
+INSERT INTO event_journal_rows (seq, entries, created_at) SELECT seq, entries, created_at FROM event_journal ORDER BY seq;
+INSERT INTO event_journal_rows (seq, entries, created_at)
+  SELECT seq, X'', 0 FROM sqlite_sequence
+  WHERE name = 'event_journal' AND seq > (SELECT coalesce(max(seq), 0) FROM event_journal_rows);
+DROP TABLE event_journal;
+ALTER TABLE event_journal_rows RENAME TO event_journal;
+DELETE FROM sqlite_sequence WHERE name = 'event_journal';
+)sql",
 };
 
 int user_version(sqlite_database& db) {

@@ -42,7 +42,7 @@ class sqlite_event_writer final : public core::event_log_writer {
     std::size_t segment_frames = 64;  // journaled events that make a segment
     // The longest an event stays journal-only; 0: no timer (segments come from size and
     // run ends; the start-up fold does the rest).
-    std::chrono::milliseconds segment_age{2000};
+    std::chrono::milliseconds segment_age{6000};
   };
 
   sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts);

@@ -357,14 +357,19 @@ std::int64_t sqlite_store::append_journal(std::span<const core::event_batch_reco
 
 void sqlite_store::truncate_journal(std::optional<std::int64_t> keep_from_seq) {
   // At most truncate_batch rows per call, so one cut never holds the writer (and every
-  // commit behind it) for long; the writer's maintenance calls it often.
+  // commit behind it) for long; the writer's maintenance calls it often. The newest row
+  // always stays: SQLite hands out max(seq) + 1, so a seq is never handed out again.
   if (keep_from_seq)
-    db_.prepare("DELETE FROM event_journal WHERE seq < min(?1, (SELECT min(seq) FROM event_journal) + ?2)")
+    db_.prepare(
+           "DELETE FROM event_journal WHERE seq < min(?1, (SELECT min(seq) FROM event_journal) + ?2, "
+           "(SELECT max(seq) FROM event_journal))")
         .bind(1, *keep_from_seq)
         .bind(2, static_cast<std::int64_t>(truncate_batch))
         .run();
   else
-    db_.prepare("DELETE FROM event_journal WHERE seq < (SELECT min(seq) FROM event_journal) + ?1")
+    db_.prepare(
+           "DELETE FROM event_journal WHERE seq < min((SELECT min(seq) FROM event_journal) + ?1, "
+           "(SELECT max(seq) FROM event_journal))")
         .bind(1, static_cast<std::int64_t>(truncate_batch))
         .run();
 }
@@ -381,8 +386,10 @@ std::size_t sqlite_store::fold_journal() {
   {
     auto st = db_.prepare_uncached("SELECT entries FROM event_journal ORDER BY seq");
     while (st.step()) {
+      const auto entries = st.text(0);
+      if (entries.empty()) continue;  // the high-water mark an earlier fold left
       ++row_count;
-      for (auto& b : decode_journal_entries(st.text(0))) {
+      for (auto& b : decode_journal_entries(entries)) {
         auto& j = sessions[b.session_id];
         j.created_at_ms = std::max(j.created_at_ms, b.created_at_ms);
         for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e->id] = std::move(e);
@@ -413,7 +420,9 @@ std::size_t sqlite_store::fold_journal() {
     }
     write();
   }
-  db_.prepare("DELETE FROM event_journal").run();
+  // Its newest row stays, emptied, as the high-water mark of seqs handed out (truncate_journal).
+  db_.prepare("DELETE FROM event_journal WHERE seq < (SELECT max(seq) FROM event_journal)").run();
+  db_.prepare("UPDATE event_journal SET entries = X'' WHERE entries <> X''").run();
   return row_count;
 }
 

@@ -32,7 +32,7 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 6);
+  CHECK(schema_version() == 7);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
                                                      "message_counts", "messages", "queued_messages", "session_label_index",
@@ -48,10 +48,10 @@ TEST_CASE("migrations: re-opening and re-migrating is a no-op that keeps the dat
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     migrate(store->database());  // twice on one connection
-    CHECK(pragma_text(*store, "user_version") == "6");
+    CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "6");
+  CHECK(pragma_text(*again, "user_version") == std::to_string(schema_version()));
   CHECK(again->find_session("s1").has_value());
   CHECK(again->all_session_ids() == std::vector<std::string>{"s1"});
 }
@@ -89,7 +89,7 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
     store->database().exec("PRAGMA user_version = 1");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "6");
+  CHECK(pragma_text(*again, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*again).contains("event_journal"));
   REQUIRE(again->find_session("s1"));
   CHECK(again->find_session("s1")->last_event_id == 3);
@@ -166,10 +166,45 @@ TEST_CASE("migrations: a version 4 file gains the session attributes; activity f
     store->database().exec("PRAGMA user_version = 4");
   }
   auto again = db.open();
-  CHECK(pragma_text(*again, "user_version") == "6");
+  CHECK(pragma_text(*again, "user_version") == std::to_string(schema_version()));
   CHECK(again->find_session("s1")->active_at_ms == 500);
   CHECK(again->find_session("s2")->active_at_ms == 20);
   CHECK(again->find_session("s1")->labels.empty());
   CHECK(again->find_session("s1")->variables.empty());
   CHECK_FALSE(again->find_session("s1")->ttl_seconds);
+}
+
+TEST_CASE("migrations: the journal loses AUTOINCREMENT and keeps its rows and its seqs' high-water mark") {
+  temp_db db;
+  std::int64_t newest = 0;
+  {
+    auto store = db.open();
+    store->insert_session(make_session("s1", 10));
+    // Back to the journal the version before this migration had: AUTOINCREMENT, two rows
+    // left, and a high-water mark above them (rows already cut).
+    store->database().exec(
+        "DROP TABLE event_journal; CREATE TABLE event_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "entries BLOB NOT NULL, created_at INTEGER NOT NULL)");
+    store->append_journal(agw::test::make_batch("s1", 1, 2));
+    store->append_journal(agw::test::make_batch("s1", 3, 3));
+    store->database().exec("UPDATE sqlite_sequence SET seq = 40 WHERE name = 'event_journal'");
+    store->database().exec(("PRAGMA user_version = " + std::to_string(schema_version() - 1)).c_str());
+    newest = 40;
+  }
+  auto again = db.open();
+  CHECK(pragma_text(*again, "user_version") == std::to_string(schema_version()));
+  auto sql = again->database().prepare_uncached("SELECT sql FROM sqlite_master WHERE name = 'event_journal'");
+  REQUIRE(sql.step());
+  CHECK(sql.text(0).find("AUTOINCREMENT") == std::string::npos);
+  auto sequence = again->database().prepare_uncached("SELECT count(*) FROM sqlite_sequence WHERE name = 'event_journal'");
+  sequence.step();
+  CHECK(sequence.int64(0) == 0);
+  // The journaled events are still there for the fold, and no seq at or below the old
+  // high-water mark is handed out again.
+  CHECK(again->fold_journal() == 2);
+  const auto events = again->events_after("s1", 0, 10);
+  REQUIRE(events.size() == 3);
+  CHECK(events.front()->id == 1);
+  CHECK(events.back()->id == 3);
+  CHECK(again->append_journal(agw::test::make_batch("s1", 4, 4)) > newest);
 }

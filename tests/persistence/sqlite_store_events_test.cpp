@@ -174,16 +174,19 @@ TEST_CASE("sqlite_store_events: the journal numbers its rows and is cut below a 
   };
   store->truncate_journal(b);
   CHECK(journal_rows() == 2);
+  // Nothing claimed: everything goes but the newest row, the seqs' high-water mark.
   store->truncate_journal(std::nullopt);
-  CHECK(journal_rows() == 0);
+  CHECK(journal_rows() == 1);
+  store->truncate_journal(c + 1);
+  CHECK(journal_rows() == 1);
 
   // One call removes at most truncate_batch rows: the rest goes with the next calls.
   const auto batch = static_cast<std::int64_t>(agw::persistence::sqlite_store::truncate_batch);
   for (std::int64_t i = 0; i < batch + 100; ++i) store->append_journal(make_batch("s", 10 + i, 10 + i));
   store->truncate_journal(std::nullopt);
-  CHECK(journal_rows() == 100);
+  CHECK(journal_rows() == 101);
   store->truncate_journal(std::nullopt);
-  CHECK(journal_rows() == 0);
+  CHECK(journal_rows() == 1);
 }
 
 TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds into segments") {
@@ -251,8 +254,15 @@ TEST_CASE("sqlite_store_events: the journal never hands out a seq again, even on
   const auto b = store->append_journal(make_batch("s", 2, 2));
   store->truncate_journal(std::nullopt);
   // A claim on b (or anything the empty journal held) must still cover every new row.
-  CHECK(store->append_journal(make_batch("s", 3, 3)) > b);
+  const auto c = store->append_journal(make_batch("s", 3, 3));
+  CHECK(c > b);
   CHECK(b > a);
+  // Nor does a start-up fold, which empties the journal of events (b, the newest row
+  // when the cut ran, stayed: its event 2 is folded too).
+  CHECK(store->fold_journal() == 2);
+  CHECK(store->append_journal(make_batch("s", 4, 4)) > c);
+  CHECK(store->fold_journal() == 1);
+  CHECK(ids_of(store->events_after("s", 0, 100)) == range(2, 4));
 }
 
 TEST_CASE("sqlite_store_events: one journal row holds several sessions' batches; the fold splits them") {
