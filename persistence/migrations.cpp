@@ -247,12 +247,14 @@ END;
     // 5: the session timeline (docs/timeline.md): who wrote each message (NULL: before
     //    sources, read by role), the session's mode (auto: the agent answers; manual: a
     //    human operator does), and messages queued while a run was live (multitask
-    //    enqueue), kept until the next run takes them, in arrival order (seq).
+    //    enqueue), kept until the next run takes them, in arrival order (seq). seq is
+    //    AUTOINCREMENT: a channel starts the queue's run when a seq above the newest it
+    //    took is queued, so a seq handed out again after a take would never be answered.
     R"sql(
 ALTER TABLE messages ADD COLUMN source TEXT;
 ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'auto' CHECK (mode IN ('auto', 'manual'));
 CREATE TABLE queued_messages (
-  seq        INTEGER PRIMARY KEY,
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
   id         TEXT NOT NULL UNIQUE,
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   content    TEXT NOT NULL,

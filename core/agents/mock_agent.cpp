@@ -171,19 +171,20 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
     ctx.publish(event_type::planning, {{"todos", std::move(todos)}});
   }
 
+  // The run's clock: tests advance it by hand instead of sleeping through think time and pacing.
+  // Thinking comes first, as a model thinks before it calls tools.
+  const auto start = ctx.time().steady_now();
+  if (options.think_ms > 0) {
+    auto sleeping = ctx.sleep_until(start + std::chrono::milliseconds(options.think_ms));
+    if (!co_await std::move(sleeping)) co_return;
+  }
+
   // A run that starts from the client's tool results answers them: the tools were called.
   const auto& messages = ctx.conversation().messages;
   const bool continuing = !messages.empty() && messages.back().role == "tool";
   if (!options.tool_calls.empty() && !continuing) {
     auto calling = call_tools(ctx, options);
     if (!co_await std::move(calling)) co_return;
-  }
-
-  // The run's clock: tests advance it by hand instead of sleeping through think time and pacing.
-  const auto start = ctx.time().steady_now();
-  if (options.think_ms > 0) {
-    auto sleeping = ctx.sleep_until(start + std::chrono::milliseconds(options.think_ms));
-    if (!co_await std::move(sleeping)) co_return;
   }
 
   auto streaming = stream_tokens(ctx, options);

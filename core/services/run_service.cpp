@@ -33,6 +33,7 @@ struct run_service::started_run {
   std::size_t turn = 0;                            // the turn's user messages: the conversation's last ones
   std::vector<std::string> dequeued;               // ids of the queued messages among them
   std::int64_t taken_up_to = 0;                    // the newest queue seq taken (0: none)
+  bool waits_for_client = false;                   // the queue's run: the client owes tool results first
 };
 
 namespace {
@@ -119,6 +120,9 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
   }
   auto policy = request.policy.value_or(configured_multitask(session.config));
   if (!request.may_hold && policy == multitask::enqueue) policy = multitask::reject;
+  // Tool results answer the calls of the run that handed them over: interrupting a run
+  // would make another answer the newest turn, and the results no longer fit. A 409.
+  if (!request.tool_results.empty() && policy == multitask::interrupt) policy = multitask::reject;
   auto channel = hub_.channel(session.id, session.last_event_id);
   std::shared_ptr<run> r;
   // An interrupt waits for the live run to end, then competes for the session again:
@@ -161,16 +165,20 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
       stats_.runs_admitted--;
       co_return attach(session, *started.existing_key, hash);
     }
+    if (started.turn == 0) {
+      // The queue's run found nothing to answer: another run took the queue meanwhile, or
+      // it waits behind the client's pending tool calls. (Before the manual branch: the
+      // conversation went back to the cache already, hold() must not give it back again.)
+      if (!manual) stats_.runs_admitted--;
+      auto releasing = release(channel, r);
+      co_await std::move(releasing);
+      run_start none{channel};
+      if (started.waits_for_client) none.held = "client_tool_calls";
+      co_return none;
+    }
     if (manual) {
       auto holding = hold(channel, r, std::move(session), std::move(started));
       co_return co_await std::move(holding);
-    }
-    if (started.turn == 0) {
-      // The queue was taken by another run meanwhile: nothing to answer.
-      stats_.runs_admitted--;
-      auto releasing = release(channel, r);
-      co_await std::move(releasing);
-      co_return run_start{channel};
     }
     launch(channel, r, std::move(session), std::move(started), request);
     co_return run_start{channel, r->id(), r->events_before(), false};
@@ -262,7 +270,7 @@ net::awaitable<run_start> run_service::hold(std::shared_ptr<session_channel> cha
 void run_service::start_queued_if_waiting(const std::shared_ptr<session_channel>& channel) {
   if (!channel->queue_waiting() || channel->live_run() || channel->closed() || channel->queue_starting()) return;
   channel->set_queue_starting(true);
-  auto done = [this, channel](std::exception_ptr e) {
+  auto done = [this, channel](std::exception_ptr e, bool look_again) {
     channel->set_queue_starting(false);
     if (e) {
       try {
@@ -272,8 +280,9 @@ void run_service::start_queued_if_waiting(const std::shared_ptr<session_channel>
       }
       return;
     }
-    // Queued while this one was starting, and it took none of them: look again.
-    start_queued_if_waiting(channel);
+    // Queued while this one was starting, and it took none of them: look again. Not when
+    // the queue waits for a client's tool results: the run they start looks when it ends.
+    if (look_again) start_queued_if_waiting(channel);
   };
   // A member coroutine, not a capturing lambda: its frame owns copies of its arguments.
   net::co_spawn(channel->strand(), start_queued(channel), net::bind_executor(channel->strand(), std::move(done)));
@@ -285,13 +294,14 @@ net::awaitable<void> run_service::start_queued_when_idle(std::shared_ptr<session
   start_queued_if_waiting(channel);
 }
 
-net::awaitable<void> run_service::start_queued(std::shared_ptr<session_channel> channel) {
+net::awaitable<bool> run_service::start_queued(std::shared_ptr<session_channel> channel) {
   auto finding = sessions_.require(channel->session_id());
   auto session = co_await std::move(finding);
   start_request request;
   request.may_hold = true;  // in manual mode the queue's messages are held, not answered
   auto starting = start(std::move(session), std::move(request));
-  co_await std::move(starting);
+  auto started = co_await std::move(starting);
+  co_return started.held != "client_tool_calls";
 }
 
 bool run_service::admit_run() {
@@ -389,6 +399,12 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
       std::vector<client_tool_result> results;
       for (const auto& m : input) results.push_back({*m.tool_call_id, m.content});
       check_tool_results(out.conversation, results);
+    } else if (input.empty() && !pending_tool_calls(out.conversation).empty()) {
+      // The queue's run while the client owes results for its tools' calls: the queue waits
+      // for the run those results start (its end starts the queue's run again), or for the
+      // next user message, which abandons the calls (docs/frontends.md).
+      out.waits_for_client = true;
+      return out;
     } else {
       // The turn: every queued message, in arrival order, then this request's (docs/timeline.md).
       // Tool results take none: they must follow the calls they answer; the queue's run,

@@ -59,7 +59,8 @@ struct run_start {
   bool attached = false;      // an Idempotency-Key retry: nothing was stored, the stream attaches
   // Set when no run started: "queued" (a run is live; the run after it answers the message)
   // or "stored" (manual mode: an operator answers). message_id names the message;
-  // run_id is the live run's when queued, empty when stored.
+  // run_id is the live run's when queued, empty when stored. The queue's own run (no
+  // message) says "client_tool_calls" when the queue waits for a client's tool results.
   std::string held{};
   std::string message_id{};
   std::int64_t queued = 0;  // messages waiting, this one included (held == "queued")
@@ -113,7 +114,8 @@ class run_service {
                                          started_run started);
   // On the channel's strand: when messages wait and no run is live, starts the run that takes them.
   void start_queued_if_waiting(const std::shared_ptr<session_channel>& channel);
-  boost::asio::awaitable<void> start_queued(std::shared_ptr<session_channel> channel);
+  // Whether to look at the queue again when it ends (false: it waits for a client's tool results).
+  boost::asio::awaitable<bool> start_queued(std::shared_ptr<session_channel> channel);
   boost::asio::awaitable<void> start_queued_when_idle(std::shared_ptr<session_channel> channel);
   boost::asio::awaitable<std::optional<idempotency_record>> find_key(const std::string& session_id, const std::string& key);
   boost::asio::awaitable<std::optional<idempotency_record>> wait_for_key(const std::string& session_id, const std::string& key);

@@ -5,12 +5,15 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <future>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "tests/integration/providers_support.hpp"
 #include "tests/support/gateway_process.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/resume_support.hpp"
 #include "tests/support/sse_reader.hpp"
 
 using namespace agw::test;
@@ -246,6 +249,45 @@ TEST_CASE("ag_ui: a client tool (mock): the run ends at TOOL_CALL_END, the tool 
   // A run that does not offer the tool: the mock's call of it is an unknown tool, as before.
   auto plain = http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("no tools")}, "r4", json::array{}));
   CHECK(plain.body.find(R"("code":"unknown_tool")") != std::string::npos);
+}
+
+TEST_CASE("ag_ui: a message queued during a run that hands a call to the client waits for the client's result") {
+  gateway_process gw;
+  const std::string sid =
+      create_mock_session(gw.port(), R"({"think_ms":1000,"tool_calls":[{"name":"confirm","args":{"question":"go on?"}}]})");
+  auto first = std::async(std::launch::async, [&] {
+    return http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("ask first")}, "r1"));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  boost::json::object body{{"content", "queued kiwi"}, {"multitask", "enqueue"}};
+  auto queued = http_call(gw.port(), "POST", messages_path(sid), boost::json::serialize(body));
+  INFO(queued.body);
+  REQUIRE(queued.status == 202);
+  const auto handed = first.get();
+  REQUIRE(handed.status == 200);
+  const auto events = ag_ui_events(handed.body);
+  const auto types = types_of(events);
+  REQUIRE(types.size() >= 4);
+  const auto call_id = std::string(events[types.size() - 4].at("toolCallId").as_string());
+  // The queue's run found the client's call pending: nothing ran, nothing was stored.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(resume::metric(gw.port(), "gateway_runs_started_total") == 1);
+  CHECK(get_messages(gw.port(), sid).size() == 2);
+
+  // The result fits (no queued message came between the call and it); that run's end
+  // starts the queue's run.
+  auto second =
+      http_call(gw.port(), "POST", "/ag-ui/" + sid, input_with({user_msg("ask first"), tool_msg(call_id, "yes")}, "r2"));
+  INFO(second.body);
+  REQUIRE(second.status == 200);
+  for (int i = 0; i < 100 && resume::metric(gw.port(), "gateway_runs_started_total") < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(resume::metric(gw.port(), "gateway_runs_started_total") == 3);
+  const auto messages = oldest_first(get_messages(gw.port(), sid));
+  REQUIRE(messages.size() >= 5);
+  CHECK(messages[2].at("role") == "tool");
+  CHECK(messages[3].at("role") == "assistant");
+  CHECK(messages[4].at("content") == "queued kiwi");
 }
 
 TEST_CASE("ag_ui: a client tool (openai): offered beside the built-in ones, handed back, answered, or abandoned") {

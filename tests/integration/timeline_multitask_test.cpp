@@ -85,6 +85,28 @@ TEST_CASE("timeline: three messages queued during a run are answered by one next
   CHECK(metric(gw.port(), "gateway_runs_started_total") == 2);
 }
 
+TEST_CASE("timeline: a second round of queued messages in one session is answered too (queue seqs are never reused)") {
+  gateway_process gw;
+  const std::string sid = runs::create_mock_session(gw.port(), R"({"think_ms":800})");
+  auto follower = open_events(gw.port(), sid, 0);
+  for (int round = 1; round <= 2; ++round) {
+    INFO("round " << round);
+    auto live = runs::start_message(gw.port(), sid, "question " + std::to_string(round));
+    REQUIRE(live->head.status == 200);
+    auto q = post_with(gw.port(), sid, round == 1 ? "first queued kiwi" : "second queued mango", "enqueue");
+    INFO(q.body);
+    REQUIRE(q.status == 202);
+    REQUIRE(live->read_to_end(20s));
+    // The queue's run answers it: two runs per round.
+    INFO("follower: " << follower->parser.body);
+    REQUIRE(follower->read_until([round](const sse_parser& p) { return p.count("done") >= static_cast<std::size_t>(2 * round); },
+                                 20s));
+    const auto answer = str(follower->parser.of_type("done")[2 * round - 1]->obj().at("assistant_data").at("content"));
+    CHECK(answer.find(round == 1 ? "kiwi" : "mango") != std::string::npos);
+  }
+  CHECK(metric(gw.port(), "gateway_runs_started_total") == 4);
+}
+
 TEST_CASE("timeline: interrupt aborts the live run, keeps its partial answer, and the new run sees it") {
   gateway_process gw;
   const std::string sid = runs::create_mock_session(gw.port(), R"({"tokens_per_second":10})");
