@@ -79,6 +79,10 @@ net::awaitable<boost::json::object> state_service::patch(std::string id, boost::
       throw api_error(error_code::bad_request,
                       "temp state may hold at most " + std::to_string(state_limits::max_keys_per_owner) + " keys");
     std::lock_guard lock(mutex_);
+    // Entries are dropped when their session is read after its run ended; sessions never
+    // read again (deleted, expired, idle) are dropped here, once the table is full.
+    if (!temp_.count(id) && temp_.size() >= max_temp_sessions)
+      std::erase_if(temp_, [this](const auto& entry) { return live_run_id(hub_, entry.first) != entry.second.run_id; });
     if (!temp_.count(id) && temp_.size() >= max_temp_sessions)
       throw api_error(error_code::unavailable, "too many sessions hold temp: state; retry later");
   }
