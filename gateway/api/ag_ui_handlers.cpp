@@ -236,6 +236,19 @@ awaitable<handler_result> ag_ui_run(request_context& ctx) {
   } catch (const api_error&) {
     throw api_error(error_code::bad_request, "threadId must be a UUID (it is the session id)");
   }
+  if (!in.tool_results.empty()) {
+    // Tool results answer an existing session's calls: for an unknown threadId they are
+    // a 400 before the session would be created (bad input changes nothing).
+    bool exists = true;
+    try {
+      auto requiring = ctx.app.sessions.require(*in.thread_id);
+      co_await std::move(requiring);
+    } catch (const api_error& e) {
+      if (e.code() != error_code::not_found) throw;
+      exists = false;
+    }
+    if (!exists) throw api_error(error_code::bad_request, "tool results answer pending tool calls, and this thread has none");
+  }
   json::value body = in.session_body;
   if (ctx.tenant) auth::stamp_tenant(body, *ctx.tenant);
   auto finding = ctx.app.sessions.find_or_create(*in.thread_id, std::move(body));

@@ -203,6 +203,11 @@ TEST_CASE("ag_ui: bad RunAgentInputs are 4xx with the contract's error body and 
   check_error(not_uuid.status, not_uuid.header("Content-Type"), not_uuid.body, 400, "bad_request");
   auto no_thread = http_call(gw.port(), "POST", "/ag-ui", R"({"messages":[{"role":"user","content":"x"}]})");
   check_error(no_thread.status, no_thread.header("Content-Type"), no_thread.body, 400, "bad_request");
+  // Tool results for a thread that does not exist: refused before the session is made.
+  auto orphan_results = http_call(
+      gw.port(), "POST", "/ag-ui",
+      R"({"threadId":"00000000-0000-4000-8000-0000000000aa","messages":[{"id":"t1","role":"tool","toolCallId":"call_1","content":"yes"}]})");
+  check_error(orphan_results.status, orphan_results.header("Content-Type"), orphan_results.body, 400, "bad_request");
 
   const auto after = get_session(gw.port(), sid);
   CHECK(after.at("message_count") == before.at("message_count"));
