@@ -8,6 +8,24 @@
 
 namespace agw::core {
 
+namespace {
+
+// A pending outbox row for `payload`, due now, with fresh ids.
+webhook_delivery_record new_delivery(const std::string& session_id, const std::string& url, const boost::json::object& payload,
+                                     std::int64_t now_ms) {
+  webhook_delivery_record d;
+  d.id = new_uuid();
+  d.webhook_id = "msg_" + new_uuid();
+  d.session_id = session_id;
+  d.url = url;
+  d.payload = boost::json::serialize(payload);
+  d.next_attempt_at_ms = now_ms;
+  d.created_at_ms = now_ms;
+  return d;
+}
+
+}  // namespace
+
 webhook_delivery_record make_event_batch_delivery(const std::string& session_id, const std::string& url,
                                                   const std::vector<frame_ptr>& events, std::int64_t now_ms) {
   boost::json::array list;
@@ -22,14 +40,7 @@ webhook_delivery_record make_event_batch_delivery(const std::string& session_id,
                               {"first_event_id", events.front()->id},
                               {"last_event_id", events.back()->id},
                               {"events", std::move(list)}};
-  webhook_delivery_record d;
-  d.id = new_uuid();
-  d.webhook_id = "msg_" + new_uuid();
-  d.session_id = session_id;
-  d.url = url;
-  d.payload = boost::json::serialize(payload);
-  d.next_attempt_at_ms = now_ms;
-  d.created_at_ms = now_ms;
+  auto d = new_delivery(session_id, url, payload, now_ms);
   d.event_first_id = events.front()->id;
   return d;
 }
@@ -37,15 +48,7 @@ webhook_delivery_record make_event_batch_delivery(const std::string& session_id,
 webhook_delivery_record make_session_expired_delivery(const std::string& session_id, const std::string& url,
                                                       std::int64_t now_ms) {
   boost::json::object payload{{"type", "session.expired"}, {"session_id", session_id}, {"expired_at", format_rfc3339_ms(now_ms)}};
-  webhook_delivery_record d;
-  d.id = new_uuid();
-  d.webhook_id = "msg_" + new_uuid();
-  d.session_id = session_id;
-  d.url = url;
-  d.payload = boost::json::serialize(payload);
-  d.next_attempt_at_ms = now_ms;
-  d.created_at_ms = now_ms;
-  return d;
+  return new_delivery(session_id, url, payload, now_ms);
 }
 
 }  // namespace agw::core
