@@ -39,10 +39,14 @@ int serve_on_postgres(const agw::core::settings& config, const agw::core::clock&
   {
     agw::persistence::pg::pg_store first(config.pg_url);
     agw::persistence::pg::prepare_database(first);
-    auto report = agw::core::recover_at_startup(first, clock);
-    if (report.runs_interrupted || report.projections_rebuilt)
-      spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
-                   report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
+    if (agw::persistence::pg::other_nodes_connected(first, std::chrono::seconds(2))) {
+      spdlog::warn("start-up repair skipped: other gateway nodes serve this database (docs/scale-out.md)");
+    } else {
+      auto report = agw::core::recover_at_startup(first, clock);
+      if (report.runs_interrupted || report.projections_rebuilt)
+        spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+                     report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
+    }
   }
   agw::persistence::pg::pg_backend storage(config.pg_url);
   agw::gateway::server server(config, storage.backend(), clock);

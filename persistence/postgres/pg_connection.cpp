@@ -72,7 +72,19 @@ std::string result::bytes(int row, int col) const {
   return out;
 }
 
-connection::connection(const std::string& url) : conn_(PQconnectdb(url.c_str())) {
+namespace {
+
+// Every connection says it is the gateway's (pg_stat_activity.application_name):
+// a starting node sees whether other nodes are connected (pg_backend.hpp).
+PGconn* connect_as_gateway(const std::string& url) {
+  const char* keys[] = {"dbname", "application_name", nullptr};
+  const char* values[] = {url.c_str(), application_name, nullptr};
+  return PQconnectdbParams(keys, values, 1);  // 1: dbname may be a whole URL, expanded
+}
+
+}  // namespace
+
+connection::connection(const std::string& url) : conn_(connect_as_gateway(url)) {
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string error = PQerrorMessage(conn_);
     PQfinish(conn_);

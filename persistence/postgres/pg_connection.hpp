@@ -16,6 +16,9 @@
 
 namespace agw::persistence::pg {
 
+// The application_name every connection of the gateway gives.
+inline constexpr const char* application_name = "agent-gateway";
+
 // The parameters of one statement, in $1.. order. Text values are sent as text,
 // bytes (bytea) in binary form, so no escaping happens on either side.
 class params {

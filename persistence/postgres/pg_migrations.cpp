@@ -117,6 +117,19 @@ CREATE TABLE webhook_attempts (
   PRIMARY KEY (delivery_id, attempt)
 );
 )sql",
+    // 2: run ownership across nodes (pg_run_leases.hpp). One row per session that ever
+    //    had a leased run; `token` only grows (the fencing token), run_id/node_id are
+    //    NULL when no run holds it.
+    R"sql(
+CREATE TABLE run_leases (
+  session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+  run_id     TEXT,
+  node_id    TEXT,
+  token      BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX run_leases_expiry ON run_leases (expires_at) WHERE run_id IS NOT NULL;
+)sql",
 };
 
 }  // namespace
