@@ -130,6 +130,88 @@ CREATE TABLE run_leases (
 );
 CREATE INDEX run_leases_expiry ON run_leases (expires_at) WHERE run_id IS NOT NULL;
 )sql",
+    // 3: SQLite's migrations 5 (the session timeline) and 6 (session attributes) in one
+    //    step, with the same meaning (persistence/migrations.cpp says what each is):
+    //    messages.source (NULL: before sources, read by role), sessions.mode, the
+    //    queued_messages queue, the attributes' columns, the label index, the state
+    //    scopes, event_first_id on deliveries and the session_notices that outlive their
+    //    session. SQLite's two triggers are PL/pgSQL ones: a message inserted moves its
+    //    session's active_at forward; a session deleted takes its 'session' state keys.
+    R"sql(
+ALTER TABLE messages ADD COLUMN source TEXT;
+ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'auto' CHECK (mode IN ('auto', 'manual'));
+CREATE TABLE queued_messages (
+  seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id         TEXT NOT NULL UNIQUE,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  content    TEXT NOT NULL,
+  source     TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX queued_messages_session ON queued_messages (session_id, seq);
+
+ALTER TABLE sessions ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE sessions ADD COLUMN variables TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE sessions ADD COLUMN ttl_seconds BIGINT;
+ALTER TABLE sessions ADD COLUMN active_at BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN event_webhook_url TEXT;
+ALTER TABLE sessions ADD COLUMN event_webhook_cursor BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX sessions_event_webhooks ON sessions (id) WHERE event_webhook_url IS NOT NULL;
+ALTER TABLE webhook_deliveries ADD COLUMN event_first_id BIGINT;
+CREATE INDEX webhook_deliveries_event_batches ON webhook_deliveries (session_id, event_first_id)
+  WHERE status = 'pending' AND event_first_id IS NOT NULL;
+UPDATE sessions SET active_at = GREATEST(updated_at,
+  COALESCE((SELECT max(m.created_at) FROM messages m WHERE m.session_id = sessions.id), 0));
+CREATE INDEX sessions_active ON sessions (active_at);
+
+CREATE TABLE session_label_index (
+  label      TEXT NOT NULL,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  PRIMARY KEY (label, session_id)
+);
+CREATE INDEX session_label_index_session ON session_label_index (session_id);
+
+CREATE FUNCTION messages_touch_session() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE sessions SET active_at = NEW.created_at WHERE id = NEW.session_id AND active_at < NEW.created_at;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER messages_touch_session AFTER INSERT ON messages
+  FOR EACH ROW EXECUTE FUNCTION messages_touch_session();
+
+CREATE TABLE session_state (
+  scope      TEXT NOT NULL CHECK (scope IN ('session', 'user', 'app')),
+  owner      TEXT NOT NULL,
+  key        TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (scope, owner, key)
+);
+CREATE FUNCTION sessions_drop_state() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM session_state WHERE scope = 'session' AND owner = OLD.id;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER sessions_drop_state AFTER DELETE ON sessions
+  FOR EACH ROW EXECUTE FUNCTION sessions_drop_state();
+
+-- Deliveries that outlive their session (session.expired): no foreign key, the
+-- delivery's columns; the dispatcher reads both tables.
+CREATE TABLE session_notices (
+  id              TEXT PRIMARY KEY,
+  webhook_id      TEXT NOT NULL UNIQUE,
+  session_id      TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  payload         TEXT NOT NULL,
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempt_count   BIGINT NOT NULL DEFAULT 0,
+  next_attempt_at BIGINT,
+  created_at      BIGINT NOT NULL
+);
+CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
+)sql",
 };
 
 }  // namespace

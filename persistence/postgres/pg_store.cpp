@@ -1,7 +1,10 @@
 #include "persistence/postgres/pg_store.hpp"
 
+#include <algorithm>
+#include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <set>
 
 #include "core/events/log_codec.hpp"
 
@@ -26,7 +29,22 @@ const std::string session_columns =
     // The newest row's last id (trim_events moves the column when it takes every row).
     "GREATEST(s.last_event_id, COALESCE((SELECT b.last_id FROM event_batches b WHERE b.session_id = s.id "
     "ORDER BY b.first_id DESC LIMIT 1), 0)), "
-    "(SELECT count(*) FROM messages m WHERE m.session_id = s.id)";
+    "(SELECT count(*) FROM messages m WHERE m.session_id = s.id), s.mode, "
+    // Migration 3: the session's attributes.
+    "s.labels, s.variables, s.ttl_seconds, s.active_at, s.event_webhook_url";
+
+std::string labels_to_json(const std::set<std::string>& labels) {
+  boost::json::array a;
+  for (const auto& l : labels) a.emplace_back(l);
+  return boost::json::serialize(a);
+}
+
+std::set<std::string> labels_from_json(const std::string& text) {
+  std::set<std::string> out;
+  const auto parsed = boost::json::parse(text);  // named: the loop must not outlive it
+  for (const auto& l : parsed.as_array()) out.emplace(l.as_string());
+  return out;
+}
 
 core::session_record read_session(const result& r, int row) {
   core::session_record s;
@@ -42,11 +60,18 @@ core::session_record read_session(const result& r, int row) {
   s.updated_at_ms = r.int64(row, 9);
   s.last_event_id = r.int64(row, 10);
   s.message_count = r.int64(row, 11);
+  s.mode = r.text(row, 12);
+  s.labels = labels_from_json(r.text(row, 13));
+  s.variables = map_from_json(r.text(row, 14));
+  s.ttl_seconds = r.optional_int64(row, 15);
+  s.active_at_ms = r.int64(row, 16);
+  s.event_webhook_url = r.optional_text(row, 17);
   return s;
 }
 
 const std::string message_columns =
-    "id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, parent_id, status, created_at";
+    "id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, parent_id, status, created_at, "
+    "source";
 
 core::message_record read_message(const result& r, int row) {
   core::message_record m;
@@ -62,6 +87,7 @@ core::message_record read_message(const result& r, int row) {
   m.parent_id = r.optional_text(row, 9);
   m.status = r.text(row, 10);
   m.created_at_ms = r.int64(row, 11);
+  m.source = r.optional_text(row, 12).value_or("");  // NULL: stored before sources (migration 3)
   return m;
 }
 
@@ -86,18 +112,27 @@ bool pg_store::batch_open() {
 
 // --- sessions ---
 
-void pg_store::write_labels(const core::session_record& s) {
-  db_.run("DELETE FROM session_labels WHERE session_id = $1", params().add(s.id));
+void pg_store::write_labels(const core::session_record& s, bool fresh) {
+  if (!fresh) db_.run("DELETE FROM session_labels WHERE session_id = $1", params().add(s.id));
   for (const auto& [kind, map] : {std::pair{"metadata", &s.metadata}, std::pair{"scopes", &s.scopes}})
     for (const auto& [k, v] : *map)
       db_.run("INSERT INTO session_labels (session_id, kind, key, value) VALUES ($1, $2, $3, $4)",
               params().add(s.id).add(kind).add(k).add(v));
+  // The label index (migration 3) in one statement: the labels no longer there go, the
+  // new ones join (the rows both have stay).
+  if (fresh && s.labels.empty()) return;
+  db_.run(
+      "WITH l AS (SELECT DISTINCT json_array_elements_text($1::json) AS label), "
+      "gone AS (DELETE FROM session_label_index WHERE session_id = $2::text AND label NOT IN (SELECT label FROM l)) "
+      "INSERT INTO session_label_index (label, session_id) SELECT label, $2::text FROM l ON CONFLICT DO NOTHING",
+      params().add(labels_to_json(s.labels)).add(s.id));
 }
 
 void pg_store::insert_session(const core::session_record& s) {
   db_.run(
       "INSERT INTO sessions (id, thread_id, title, status, agent_name, config, scopes, metadata, created_at, updated_at, "
-      "last_event_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+      "last_event_id, mode, labels, variables, ttl_seconds, active_at, event_webhook_url) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
       params()
           .add(s.id)
           .add(s.thread_id)
@@ -109,8 +144,14 @@ void pg_store::insert_session(const core::session_record& s) {
           .add(map_to_json(s.metadata))
           .add(s.created_at_ms)
           .add(s.updated_at_ms)
-          .add(s.last_event_id));
-  write_labels(s);
+          .add(s.last_event_id)
+          .add(s.mode)
+          .add(labels_to_json(s.labels))
+          .add(map_to_json(s.variables))
+          .add(s.ttl_seconds)
+          .add(std::max(s.active_at_ms, s.created_at_ms))
+          .add(s.event_webhook_url));
+  write_labels(s, true);
 }
 
 std::optional<core::session_record> pg_store::find_session(std::string_view id) {
@@ -137,6 +178,10 @@ core::session_page pg_store::list_sessions(const core::session_filter& f) {
       where += std::string(" AND EXISTS (SELECT 1 FROM session_labels l WHERE l.session_id = s.id AND l.kind = '") + kind +
                "' AND l.key = " + key + " AND l.value = " + next() + ")";
     }
+  for (const auto& l : f.labels) {
+    p.add(l);
+    where += " AND EXISTS (SELECT 1 FROM session_label_index x WHERE x.label = " + next() + " AND x.session_id = s.id)";
+  }
   core::session_page page;
   page.total = db_.run_once("SELECT count(*) FROM sessions s" + where, p).int64(0, 0);
   p.add(f.limit);
@@ -151,8 +196,9 @@ core::session_page pg_store::list_sessions(const core::session_filter& f) {
 
 bool pg_store::update_session(const core::session_record& s) {
   auto r = db_.run(
-      "UPDATE sessions SET title = $1, status = $2, agent_name = $3, config = $4, scopes = $5, metadata = $6, updated_at = $7 "
-      "WHERE id = $8",
+      "UPDATE sessions SET title = $1, status = $2, agent_name = $3, config = $4, scopes = $5, metadata = $6, updated_at = $7, "
+      "mode = $8, labels = $9, variables = $10, ttl_seconds = $11, active_at = GREATEST(active_at, $12::bigint), "
+      "event_webhook_url = $13 WHERE id = $14",
       params()
           .add(s.title)
           .add(s.status)
@@ -161,9 +207,15 @@ bool pg_store::update_session(const core::session_record& s) {
           .add(map_to_json(s.scopes))
           .add(map_to_json(s.metadata))
           .add(s.updated_at_ms)
+          .add(s.mode)
+          .add(labels_to_json(s.labels))
+          .add(map_to_json(s.variables))
+          .add(s.ttl_seconds)
+          .add(std::max(s.active_at_ms, s.updated_at_ms))
+          .add(s.event_webhook_url)
           .add(s.id));
   if (r.affected() == 0) return false;
-  write_labels(s);
+  write_labels(s, false);
   return true;
 }
 
@@ -177,6 +229,43 @@ std::vector<std::string> pg_store::all_session_ids() {
   std::vector<std::string> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
   return out;
+}
+
+std::vector<core::session_record> pg_store::idle_sessions(std::int64_t now_ms, std::int64_t default_ttl_ms, std::size_t limit) {
+  // Sessions on the default TTL (by the active_at index) and those with their own.
+  static const std::string sql = "SELECT " + session_columns +
+                                 " FROM sessions s WHERE (s.ttl_seconds IS NULL AND $1::bigint > 0 AND "
+                                 "s.active_at <= $2::bigint - $1::bigint) "
+                                 "OR (s.ttl_seconds > 0 AND s.active_at + s.ttl_seconds * 1000 <= $2::bigint) "
+                                 "ORDER BY s.active_at, s.seq LIMIT $3";
+  auto r = db_.run(sql, params().add(default_ttl_ms).add(now_ms).add(static_cast<std::int64_t>(limit)));
+  std::vector<core::session_record> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(read_session(r, i));
+  return out;
+}
+
+std::vector<core::event_webhook_cursor> pg_store::event_webhook_cursors(std::string_view after_id, std::size_t limit) {
+  auto r = db_.run(
+      "SELECT id, event_webhook_url, event_webhook_cursor FROM sessions WHERE event_webhook_url IS NOT NULL AND id > $1 "
+      "ORDER BY id LIMIT $2",
+      params().add(after_id).add(static_cast<std::int64_t>(limit)));
+  std::vector<core::event_webhook_cursor> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back({r.text(i, 0), r.text(i, 1), r.int64(i, 2)});
+  return out;
+}
+
+std::optional<core::event_webhook_cursor> pg_store::find_event_webhook_cursor(std::string_view session_id) {
+  auto r =
+      db_.run("SELECT id, event_webhook_url, event_webhook_cursor FROM sessions WHERE id = $1 AND event_webhook_url IS NOT NULL",
+              params().add(session_id));
+  if (r.rows() == 0) return std::nullopt;
+  return core::event_webhook_cursor{r.text(0, 0), r.text(0, 1), r.int64(0, 2)};
+}
+
+bool pg_store::advance_event_webhook_cursor(std::string_view session_id, std::int64_t forwarded_id) {
+  return db_.run("UPDATE sessions SET event_webhook_cursor = GREATEST(event_webhook_cursor, $1::bigint) WHERE id = $2",
+                 params().add(forwarded_id).add(session_id))
+             .affected() > 0;
 }
 
 // --- messages ---
@@ -202,11 +291,11 @@ std::vector<core::message_record> pg_store::all_messages(std::string_view sessio
 void pg_store::upsert_message(const core::message_record& m) {
   db_.run(
       "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id, token_count, model_used, "
-      "parent_id, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+      "parent_id, status, created_at, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
       "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, role = excluded.role, content = excluded.content, "
       "tool_calls = excluded.tool_calls, tool_call_id = excluded.tool_call_id, token_count = excluded.token_count, "
       "model_used = excluded.model_used, parent_id = excluded.parent_id, status = excluded.status, "
-      "created_at = excluded.created_at",
+      "created_at = excluded.created_at, source = excluded.source",
       params()
           .add(m.id)
           .add(m.session_id)
@@ -219,7 +308,8 @@ void pg_store::upsert_message(const core::message_record& m) {
           .add(m.model_used)
           .add(m.parent_id)
           .add(m.status)
-          .add(m.created_at_ms));
+          .add(m.created_at_ms)
+          .add(m.source.empty() ? std::optional<std::string>() : std::optional<std::string>(m.source)));
 }
 
 void pg_store::delete_messages(std::string_view session_id) {

@@ -5,7 +5,9 @@
 // inside it (store_connection.hpp); outside a batch each statement autocommits.
 //
 // Split by port: sessions, messages, events and keys here, checkpoints in
-// pg_store_checkpoints.cpp, the webhook outbox in pg_store_webhooks.cpp.
+// pg_store_checkpoints.cpp, the webhook outbox in pg_store_webhooks.cpp, the state
+// scopes and the message queue in pg_store_state.cpp.
+#include <map>
 #include <string>
 
 #include "core/storage/store_connection.hpp"
@@ -32,6 +34,16 @@ class pg_store final : public core::store_connection {
   bool update_session(const core::session_record& s) override;
   bool delete_session(std::string_view id) override;
   std::vector<std::string> all_session_ids() override;
+  std::vector<core::session_record> idle_sessions(std::int64_t now_ms, std::int64_t default_ttl_ms, std::size_t limit) override;
+  std::vector<core::event_webhook_cursor> event_webhook_cursors(std::string_view after_id, std::size_t limit) override;
+  std::optional<core::event_webhook_cursor> find_event_webhook_cursor(std::string_view session_id) override;
+  bool advance_event_webhook_cursor(std::string_view session_id, std::int64_t forwarded_id) override;
+
+  // State scopes (pg_store_state.cpp).
+  std::map<std::string, std::string> read_state(std::string_view scope, std::string_view owner) override;
+  void put_state(std::string_view scope, std::string_view owner, std::string_view key, std::string_view value,
+                 std::int64_t at_ms) override;
+  void delete_state(std::string_view scope, std::string_view owner, std::string_view key) override;
 
   core::message_page list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) override;
   std::vector<core::message_record> all_messages(std::string_view session_id) override;
@@ -54,7 +66,13 @@ class pg_store final : public core::store_connection {
   void insert_idempotency_key(const core::idempotency_record& r) override;
   void purge_idempotency_keys(std::int64_t older_than_ms) override;
 
+  // message_queue (migration 3; pg_store_state.cpp)
+  std::int64_t enqueue_message(const core::queued_message_record& m) override;
+  std::vector<core::queued_message_record> take_queued_messages(std::string_view session_id) override;
+  std::int64_t queued_message_count(std::string_view session_id) override;
+
   void insert_webhook_delivery(const core::webhook_delivery_record& d) override;
+  void insert_session_notice(const core::webhook_delivery_record& d) override;
   std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override;
   std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,
                                                                      std::string_view delivery_id) override;
@@ -70,7 +88,7 @@ class pg_store final : public core::store_connection {
   connection& db() { return db_; }
 
  private:
-  void write_labels(const core::session_record& s);
+  void write_labels(const core::session_record& s, bool fresh);
   void insert_checkpoint_row(std::string_view thread_id, std::string_view session_id, std::int64_t version, bool snapshot,
                              std::int64_t message_count, std::int64_t delta_bytes, std::int64_t snapshot_bytes,
                              const std::string& text, std::int64_t created_at_ms);

@@ -25,7 +25,8 @@ core::webhook_delivery_record read_delivery(const result& r, int row) {
 }  // namespace
 
 void pg_store::insert_webhook_delivery(const core::webhook_delivery_record& d) {
-  db_.run("INSERT INTO webhook_deliveries (" AGW_PG_DELIVERY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+  db_.run("INSERT INTO webhook_deliveries (" AGW_PG_DELIVERY_COLUMNS
+          ", event_first_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
           params()
               .add(d.id)
               .add(d.webhook_id)
@@ -36,7 +37,24 @@ void pg_store::insert_webhook_delivery(const core::webhook_delivery_record& d) {
               .add(d.status)
               .add(d.round_attempts)
               .add(d.next_attempt_at_ms)
-              .add(d.created_at_ms));
+              .add(d.created_at_ms)
+              .add(d.event_first_id));
+}
+
+void pg_store::insert_session_notice(const core::webhook_delivery_record& d) {
+  db_.run(
+      "INSERT INTO session_notices (id, webhook_id, session_id, url, payload, status, attempt_count, next_attempt_at, "
+      "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+      params()
+          .add(d.id)
+          .add(d.webhook_id)
+          .add(d.session_id)
+          .add(d.url)
+          .add(d.payload)
+          .add(d.status)
+          .add(d.round_attempts)
+          .add(d.next_attempt_at_ms)
+          .add(d.created_at_ms));
 }
 
 std::vector<core::webhook_delivery_record> pg_store::list_webhook_deliveries(std::string_view session_id) {
@@ -70,7 +88,14 @@ std::optional<core::webhook_delivery_record> pg_store::find_webhook_delivery(std
 
 std::vector<core::webhook_delivery_record> pg_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
   auto r = db_.run("SELECT " AGW_PG_DELIVERY_COLUMNS
-                   " FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 "
+                   " FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at <= $1::bigint "
+                   // An event batch waits for the session's earlier batches (migration 3): in order.
+                   "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
+                   "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id IS NOT NULL AND "
+                   "e.event_first_id < d.event_first_id)) "
+                   // And the notices that outlived their session (migration 3).
+                   "UNION ALL SELECT id, webhook_id, session_id, '', url, payload, status, attempt_count, next_attempt_at, "
+                   "created_at FROM session_notices WHERE status = 'pending' AND next_attempt_at <= $1::bigint "
                    "ORDER BY next_attempt_at LIMIT $2",
                    params().add(now_ms).add(static_cast<std::int64_t>(limit)));
   std::vector<core::webhook_delivery_record> out;
@@ -79,8 +104,11 @@ std::vector<core::webhook_delivery_record> pg_store::due_webhook_deliveries(std:
 }
 
 std::optional<std::int64_t> pg_store::next_webhook_due_ms(std::int64_t after_ms) {
-  auto r = db_.run("SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > $1",
-                   params().add(after_ms));
+  auto r = db_.run(
+      "SELECT LEAST((SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND "
+      "next_attempt_at > $1::bigint), (SELECT min(next_attempt_at) FROM session_notices WHERE status = 'pending' AND "
+      "next_attempt_at > $1::bigint))",
+      params().add(after_ms));
   return r.optional_int64(0, 0);
 }
 
@@ -102,7 +130,13 @@ bool pg_store::record_webhook_attempt(const core::webhook_attempt_outcome& o) {
           .add(code)
           .add(o.attempt.error)
           .add(o.attempt.duration_ms));
-  return r.affected() > 0;
+  if (r.affected() > 0) return true;
+  // A notice that outlived its session: its state moves on, its attempts are not kept.
+  return db_.run(
+                "UPDATE session_notices SET status = $1, attempt_count = attempt_count + 1, next_attempt_at = $2 "
+                "WHERE id = $3 AND status = 'pending'",
+                params().add(o.status).add(o.next_attempt_at_ms).add(o.delivery_id))
+             .affected() > 0;
 }
 
 bool pg_store::requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) {
