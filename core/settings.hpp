@@ -13,6 +13,8 @@
 namespace agw::core {
 
 enum class log_format { text, json };
+// Where sessions, conversations and the event log live (docs/scale-out.md).
+enum class store_kind { sqlite, postgres };
 
 struct settings {
   static constexpr const char* default_host = "127.0.0.1";
@@ -22,6 +24,8 @@ struct settings {
   std::string host = default_host;
   std::uint16_t port = default_port;
   std::string db_path = default_db_path;
+  store_kind store = store_kind::sqlite;
+  std::string pg_url;       // libpq connection URL of the postgres store
   unsigned io_threads = 0;  // 0: one per core
   std::string log_level = "info";
   log_format log_format_kind = log_format::text;

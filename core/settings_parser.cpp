@@ -197,6 +197,18 @@ const std::vector<option>& options() {
            s.db_path = std::string(v);
            return "";
          }});
+    t.push_back({"store", "sqlite|postgres (default sqlite; postgres needs --pg-url)",
+                 [](settings& s, std::string_view v) -> std::string {
+                   if (v == "sqlite")
+                     s.store = store_kind::sqlite;
+                   else if (v == "postgres")
+                     s.store = store_kind::postgres;
+                   else
+                     return "must be sqlite or postgres";
+                   return "";
+                 }});
+    t.push_back(
+        string_option("pg-url", "PostgreSQL URL of the postgres store, e.g. postgresql://user@host:5432/db", &settings::pg_url));
     t.push_back(
         integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
     t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)",
@@ -427,6 +439,8 @@ parse_result parse_command_line(const std::vector<std::string>& args, const env_
     if (auto end = apply_argument(args, i, out)) return std::move(*end);
   if (out.cmd == command::rebuild && out.rebuild_all == out.rebuild_session.has_value())
     return {std::nullopt, "rebuild needs exactly one of --session ID or --all"};
+  if (out.config.store == store_kind::postgres && out.config.pg_url.empty())
+    return {std::nullopt, "--store=postgres needs --pg-url (GATEWAY_PG_URL)"};
   return {out, ""};
 }
 

@@ -12,6 +12,7 @@
 #include "gateway/json_log_formatter.hpp"
 #include "gateway/server.hpp"
 #include "persistence/migrations.hpp"
+#include "persistence/postgres/pg_backend.hpp"
 #include "persistence/projection_rebuild.hpp"
 #include "persistence/sqlite_backend.hpp"
 #include "persistence/sqlite_store.hpp"
@@ -31,6 +32,29 @@ void configure_logging(const agw::core::settings& config) {
 void ensure_parent_directory(const std::string& db_path) {
   auto parent = std::filesystem::path(db_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
+}
+
+// GATEWAY_STORE=postgres (docs/scale-out.md): migrate, repair, serve, as below on SQLite.
+int serve_on_postgres(const agw::core::settings& config, const agw::core::clock& clock) {
+  {
+    agw::persistence::pg::pg_store first(config.pg_url);
+    agw::persistence::pg::prepare_database(first);
+    if (agw::persistence::pg::other_nodes_connected(first, std::chrono::seconds(2))) {
+      spdlog::warn("start-up repair skipped: other gateway nodes serve this database (docs/scale-out.md)");
+    } else {
+      auto report = agw::core::recover_at_startup(first, clock);
+      if (report.runs_interrupted || report.projections_rebuilt)
+        spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+                     report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
+    }
+  }
+  agw::persistence::pg::pg_backend storage(config.pg_url);
+  agw::gateway::server server(config, storage.backend(), clock);
+  struct stop_store_first {
+    agw::persistence::pg::pg_backend& storage;
+    ~stop_store_first() { storage.stop(); }
+  } stop_first{storage};
+  return server.run();
 }
 
 }  // namespace
@@ -59,6 +83,10 @@ int main(int argc, char** argv) {
   // The process's one clock: every timestamp, TTL, due time and timer below reads it.
   const agw::core::real_clock clock;
   try {
+    if (config.store == agw::core::store_kind::postgres) {
+      if (cli.cmd == agw::core::command::rebuild) throw std::runtime_error("rebuild works on the sqlite store only");
+      return serve_on_postgres(config, clock);
+    }
     ensure_parent_directory(config.db_path);
     if (cli.cmd == agw::core::command::rebuild) {
       agw::persistence::sqlite_store store(config.db_path);

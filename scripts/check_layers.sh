@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Fails when core/ includes Beast or SQLite: core must build without either.
+# Fails when core/ includes Beast, SQLite or libpq: core must build without any of them.
 set -euo pipefail
 root=${1:-$(dirname "$0")/..}
-if grep -rnE '#include *[<"](boost/beast|sqlite3\.h)' "$root/core"; then
-  echo "check_layers: core/ must not include Beast or SQLite (see docs/architecture.md)" >&2
+if grep -rnE '#include *[<"](boost/beast|sqlite3\.h|libpq-fe\.h|postgres)' "$root/core"; then
+  echo "check_layers: core/ must not include Beast, SQLite or libpq (see docs/architecture.md)" >&2
   exit 1
 fi
 if grep -rnE '#include *"(gateway|persistence)/' "$root/core"; then
   echo "check_layers: core/ must not include gateway/ or persistence/" >&2
   exit 1
 fi
-echo "check_layers: core/ is free of Beast, SQLite, gateway/ and persistence/"
+# The SQLite store never reaches into the PostgreSQL one (each folder its own library).
+if grep -rnE '#include *"persistence/postgres/' "$root/persistence" --include='*.cpp' --include='*.hpp' | grep -v "^$root/persistence/postgres/"; then
+  echo "check_layers: persistence/ (SQLite) must not include persistence/postgres/" >&2
+  exit 1
+fi
+echo "check_layers: core/ is free of Beast, SQLite, libpq, gateway/ and persistence/"

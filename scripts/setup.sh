@@ -16,6 +16,9 @@ packages=(
   chromium  # tests/browser drives it with playwright-core (which never downloads a browser)
   nginx  # tests/integration/nginx_test.cpp runs it (foreground, temp dir) in front of the gateway: the docs/operations.md config
   prometheus-cpp-dev  # /metrics: prometheus-cpp's registry and text serializer (its core library only)
+  postgresql-15 libpq-dev  # the PostgreSQL store (persistence/postgres) and its tests' throw-away servers (docs/scale-out.md)
+  redis-server  # scripts/cluster.sh starts one for the cross-node fan-out (docs/scale-out.md)
+  iproute2  # ss: scripts/cluster.sh finds free loopback ports with it
   prometheus  # promtool, which tests/integration/metrics_test checks a real scrape with (the server is never started)
 )
 # tests/browser runs on Node.js (>= 20) and npm: Debian's packages only when there is none.

@@ -15,6 +15,9 @@
 #include "tests/persistence/sqlite_fixture.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/store_rows.hpp"
+#ifdef AGW_TEST_POSTGRES
+#include "tests/postgres/pg_test_db.hpp"
+#endif
 
 namespace agw::test {
 
@@ -31,6 +34,15 @@ struct sqlite_impl {
   temp_db db;
   std::unique_ptr<core::store_connection> open() { return db.open(); }
 };
+
+#ifdef AGW_TEST_POSTGRES
+// PostgreSQL: a fresh database per object on the server scripts/pg_temp.sh started
+// (tests_ports_pg, the same suites built with AGW_TEST_POSTGRES).
+struct pg_impl {
+  pg_test_db db;
+  std::unique_ptr<core::store_connection> open() { return db.open(); }
+};
+#endif
 
 // --- helpers shared by the suites ---
 
@@ -81,8 +93,14 @@ bool throws_store_error(F f) {
 TYPE_TO_STRING(agw::test::fake_impl);
 TYPE_TO_STRING(agw::test::sqlite_impl);
 
-// Every implementation a conformance case runs against.
+// Every implementation a conformance case runs against: the fake and SQLite in
+// tests_ports, PostgreSQL in tests_ports_pg (which needs a server, so runs apart).
+#ifdef AGW_TEST_POSTGRES
+TYPE_TO_STRING(agw::test::pg_impl);
+#define AGW_STORE_IMPLS agw::test::pg_impl
+#else
 #define AGW_STORE_IMPLS agw::test::fake_impl, agw::test::sqlite_impl
+#endif
 
 // Prints id lists in failure messages.
 template <>

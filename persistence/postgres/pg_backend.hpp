@@ -1,0 +1,46 @@
+#pragma once
+// The PostgreSQL store of one serving process, assembled: the store executor with
+// its connections (one writer, readers, each on its own thread) and the event
+// writer. The server sees only core's interfaces.
+//
+// Start-up work comes first, on one connection of its own: prepare_database()
+// migrates, then core::recover_at_startup() may run.
+//
+// Thread-safety: construct and destroy on one thread. stop() finishes every queued
+// job; call it before the io_context that job completions go to is destroyed.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/storage/storage_backend.hpp"
+#include "persistence/postgres/pg_event_writer.hpp"
+#include "persistence/postgres/pg_store.hpp"
+
+namespace agw::persistence::pg {
+
+// Migrates the schema (every node may call it; they take turns).
+void prepare_database(pg_store& store);
+
+// Whether another gateway process is connected to this database, waiting up to
+// `grace` for the connections of one that just died to go. The start-up repair
+// (core::recover_at_startup) closes every run still marked running, so it may run
+// only when no other node is serving: until runs are owned through leases
+// (docs/scale-out.md), a node joining a live cluster skips it.
+bool other_nodes_connected(pg_store& store, std::chrono::milliseconds grace);
+
+class pg_backend {
+ public:
+  explicit pg_backend(const std::string& url);
+  ~pg_backend();
+  pg_backend(const pg_backend&) = delete;
+  pg_backend& operator=(const pg_backend&) = delete;
+
+  core::storage_backend backend() { return {*store_, *writer_}; }
+  void stop() { store_->stop(); }
+
+ private:
+  std::unique_ptr<core::store_executor> store_;
+  std::unique_ptr<pg_event_writer> writer_;
+};
+
+}  // namespace agw::persistence::pg

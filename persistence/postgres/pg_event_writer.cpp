@@ -1,0 +1,126 @@
+#include "persistence/postgres/pg_event_writer.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include "core/events/log_codec.hpp"
+#include "core/time_format.hpp"
+#include "persistence/postgres/pg_store.hpp"
+
+namespace agw::persistence::pg {
+
+namespace net = boost::asio;
+
+namespace {
+
+void post_done(core::event_log_writer::batch& b, std::exception_ptr error) {
+  if (b.done) net::post(b.executor, [done = std::move(b.done), error] { done(error); });
+}
+
+core::event_batch_record row_of(const std::string& session_id, const core::event_log_writer::batch& b) {
+  return {session_id, b.events.front()->id, b.events.back()->id, core::encode_log_frames(b.events), core::now_ms()};
+}
+
+}  // namespace
+
+std::shared_ptr<core::event_log_writer::session_log> pg_event_writer::open(const std::string& session_id) {
+  std::lock_guard lock(mutex_);
+  auto& s = sessions_[session_id];
+  if (!s) s = std::make_shared<session_state>(*this, session_id);
+  return s;
+}
+
+void pg_event_writer::forget(std::string_view session_id) {
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(std::string(session_id));
+  if (it == sessions_.end()) return;
+  it->second->forgotten = true;
+  sessions_.erase(it);
+}
+
+void pg_event_writer::append_to(session_state& s, batch b) {
+  const auto executor = b.executor;
+  bool queue_job = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (s.forgotten) {
+      // Deleted: the channel is closed and ignores the outcome; nothing is written.
+      post_done(b, std::make_exception_ptr(core::store_error("the session was deleted")));
+      return;
+    }
+    pending_.push_back({s.shared_from_this(), std::move(b)});
+    queue_job = !std::exchange(job_queued_, true);
+  }
+  // The job takes whatever is pending when the writer reaches it, this batch included.
+  if (queue_job) submit(executor);
+}
+
+void pg_event_writer::submit(const net::any_io_executor& completion_executor) {
+  auto taken = std::make_shared<taken_job>();
+  auto job = [this, taken](core::store_connection& c) { run_job(c, *taken); };
+  // Runs after the commit, on the first batch's executor; each batch's `done` then
+  // goes to its own.
+  auto on_done = [this, taken](std::exception_ptr all) {
+    if (!taken->ran) {
+      // Never reached the writer (queue full, shutting down): fail what is pending, and
+      // the channels retry.
+      std::lock_guard lock(mutex_);
+      taken->requests.swap(pending_);
+      job_queued_ = false;
+    }
+    taken->errors.resize(taken->requests.size());
+    for (std::size_t i = 0; i < taken->requests.size(); ++i) post_done(taken->requests[i].b, all ? all : taken->errors[i]);
+  };
+  // Urgent: released events must not wait behind a burst of ordinary writes.
+  store_.async_write_urgent(std::move(job), net::bind_executor(completion_executor, std::move(on_done)));
+}
+
+void pg_event_writer::run_job(core::store_connection& c, taken_job& job) {
+  {
+    std::lock_guard lock(mutex_);
+    job.requests.swap(pending_);
+    job_queued_ = false;
+  }
+  job.ran = true;
+  job.errors.assign(job.requests.size(), nullptr);
+  // The common case: every row in one statement (one round trip), retention trims after.
+  std::vector<core::event_batch_record> rows;
+  for (const auto& r : job.requests) rows.push_back(row_of(r.session->session_id, r.b));
+  auto& store = static_cast<pg_store&>(c);  // this executor's connections are PostgreSQL's (pg_backend)
+  c.savepoint();
+  try {
+    store.append_event_rows(rows);
+    for (const auto& r : job.requests) {
+      const auto keep = static_cast<std::int64_t>(r.b.retention);
+      const auto last = r.b.events.back()->id;
+      if (keep > 0 && last > keep) c.trim_events(r.session->session_id, last - keep + 1);
+    }
+    c.release_savepoint();
+    return;
+  } catch (...) {
+    c.rollback_to_savepoint();
+    c.release_savepoint();
+  }
+  // One row was refused (its session deleted meanwhile, say): each on its own, so the
+  // others still commit.
+  for (std::size_t i = 0; i < job.requests.size(); ++i) {
+    c.savepoint();
+    try {
+      write_one(c, job.requests[i]);
+      c.release_savepoint();
+    } catch (...) {
+      job.errors[i] = std::current_exception();
+      c.rollback_to_savepoint();
+      c.release_savepoint();
+    }
+  }
+}
+
+void pg_event_writer::write_one(core::store_connection& c, const request& r) {
+  c.append_events(row_of(r.session->session_id, r.b));
+  const auto keep = static_cast<std::int64_t>(r.b.retention);
+  const auto last = r.b.events.back()->id;
+  if (keep > 0 && last > keep) c.trim_events(r.session->session_id, last - keep + 1);
+}
+
+}  // namespace agw::persistence::pg

@@ -1,0 +1,76 @@
+#include "persistence/postgres/pg_run_leases.hpp"
+
+namespace agw::persistence::pg {
+namespace {
+
+constexpr const char* lease_columns = "session_id, run_id, node_id, token, expires_at";
+
+run_lease read_lease(const result& r, int row) {
+  return {r.text(row, 0), r.text(row, 1), r.text(row, 2), r.int64(row, 3), r.int64(row, 4)};
+}
+
+}  // namespace
+
+std::optional<run_lease> acquire_run_lease(connection& c, std::string_view session_id, std::string_view run_id,
+                                           std::string_view node_id, std::int64_t now_ms, std::int64_t expires_at_ms) {
+  // One statement decides a race between nodes: the row's lock serialises them, and
+  // the loser's WHERE sees the winner's live lease and updates nothing.
+  static const std::string sql = std::string("INSERT INTO run_leases (") + lease_columns +
+                                 ") VALUES ($1, $2, $3, 1, $5) ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
+                                 "node_id = excluded.node_id, token = run_leases.token + 1, expires_at = excluded.expires_at "
+                                 "WHERE run_leases.run_id IS NULL OR run_leases.expires_at <= $4 RETURNING " +
+                                 lease_columns;
+  auto r = c.run(sql, params().add(session_id).add(run_id).add(node_id).add(now_ms).add(expires_at_ms));
+  if (r.rows() == 0) return std::nullopt;
+  return read_lease(r, 0);
+}
+
+bool renew_run_lease(connection& c, std::string_view session_id, std::int64_t token, std::int64_t expires_at_ms) {
+  return c.run("UPDATE run_leases SET expires_at = $3 WHERE session_id = $1 AND token = $2 AND run_id IS NOT NULL",
+               params().add(session_id).add(token).add(expires_at_ms))
+             .affected() > 0;
+}
+
+bool release_run_lease(connection& c, std::string_view session_id, std::int64_t token) {
+  return c.run("UPDATE run_leases SET run_id = NULL, node_id = NULL WHERE session_id = $1 AND token = $2 AND run_id IS NOT NULL",
+               params().add(session_id).add(token))
+             .affected() > 0;
+}
+
+std::optional<run_lease> find_run_lease(connection& c, std::string_view session_id) {
+  static const std::string sql =
+      std::string("SELECT ") + lease_columns + " FROM run_leases WHERE session_id = $1 AND run_id IS NOT NULL";
+  auto r = c.run(sql, params().add(session_id));
+  if (r.rows() == 0) return std::nullopt;
+  return read_lease(r, 0);
+}
+
+std::vector<run_lease> lapsed_run_leases(connection& c, std::int64_t now_ms, std::size_t limit) {
+  static const std::string sql = std::string("SELECT ") + lease_columns +
+                                 " FROM run_leases WHERE run_id IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2";
+  auto r = c.run(sql, params().add(now_ms).add(static_cast<std::int64_t>(limit)));
+  std::vector<run_lease> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(read_lease(r, i));
+  return out;
+}
+
+bool append_events_fenced(connection& c, const core::event_batch_record& b, std::int64_t token) {
+  // The lease row is locked (FOR SHARE) while the row goes in: a taking of the lease
+  // either committed before (this insert sees the new token and writes nothing) or
+  // waits until this transaction ends (and the events are the old owner's last).
+  auto r = c.run(
+      "INSERT INTO event_batches (session_id, first_id, last_id, frames, created_at) "
+      "SELECT $1::text, $2::bigint, $3::bigint, $4::bytea, $5::bigint WHERE EXISTS (SELECT 1 FROM run_leases WHERE session_id = "
+      "$1 AND token = $6 "
+      "AND run_id IS NOT NULL FOR SHARE) "
+      "ON CONFLICT (session_id, first_id) DO UPDATE SET last_id = excluded.last_id, frames = excluded.frames, "
+      "created_at = excluded.created_at WHERE excluded.last_id > event_batches.last_id",
+      params().add(b.session_id).add(b.first_id).add(b.last_id).add_bytes(b.frames).add(b.created_at_ms).add(token));
+  // A retry that changed nothing is not fenced: the lease check is what says so.
+  if (r.affected() > 0) return true;
+  auto held = c.run("SELECT 1 FROM run_leases WHERE session_id = $1 AND token = $2 AND run_id IS NOT NULL",
+                    params().add(b.session_id).add(token));
+  return held.rows() > 0;
+}
+
+}  // namespace agw::persistence::pg
