@@ -13,6 +13,16 @@ namespace agw::persistence {
 
 namespace net = boost::asio;
 
+namespace {
+
+// Spreads sessions' segment writes over time (below); not for anything that must be unpredictable.
+std::size_t random_below(std::size_t n) {
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  return n == 0 ? 0 : jitter() % n;
+}
+
+}  // namespace
+
 sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts)
     : store_(store), tails_(tails), opts_(opts) {}
 
@@ -55,7 +65,11 @@ void sqlite_event_writer::dispatch(session_state& s, batch b) {
   r.b = std::move(b);
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
-  r.as_segment = r.b.ends_run || (s.segment_due && s.tail_size > 0) || s.tail_size + r.b.events.size() >= opts_.segment_frames;
+  // The size threshold is drawn per tail in [frames/2, frames], as the age is: runs that
+  // started together (paced at one rate) would otherwise all reach it in the same cycle,
+  // and that cycle's commit, carrying every one of their segments, stalls every stream.
+  if (s.tail_size == 0) s.segment_threshold = opts_.segment_frames / 2 + random_below(opts_.segment_frames / 2 + 1);
+  r.as_segment = r.b.ends_run || (s.segment_due && s.tail_size > 0) || s.tail_size + r.b.events.size() >= s.segment_threshold;
   if (r.as_segment && s.tail_size > 0) r.tail = tails_.tail(*s.tail);
   enqueue(std::move(r));
 }
@@ -212,9 +226,9 @@ void sqlite_event_writer::arm_timer(const state_ptr& s) {
   if (opts_.segment_age.count() <= 0) return;
   // Somewhere in [age/2, age]: sessions that started together (a burst of runs) must not
   // all write their segments in the same writer cycle, which would stall every commit.
-  thread_local std::minstd_rand jitter(std::random_device{}());
   const auto half = opts_.segment_age / 2;
-  auto timer = std::make_shared<net::steady_timer>(s->executor, half + std::chrono::milliseconds(jitter() % (half.count() + 1)));
+  auto timer = std::make_shared<net::steady_timer>(
+      s->executor, half + std::chrono::milliseconds(random_below(static_cast<std::size_t>(half.count()) + 1)));
   s->timer_generation = ++timers_armed_;
   // Never cancelled: a timer that fires for a tail already written finds it stale.
   timer->async_wait([this, timer, session = std::weak_ptr<session_state>(s),

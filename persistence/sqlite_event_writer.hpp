@@ -42,7 +42,7 @@ class sqlite_event_writer final : public core::event_log_writer {
     std::size_t segment_frames = 64;  // journaled events that make a segment
     // The longest an event stays journal-only; 0: no timer (segments come from size and
     // run ends; the start-up fold does the rest).
-    std::chrono::milliseconds segment_age{6000};
+    std::chrono::milliseconds segment_age{2000};
   };
 
   sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts);
@@ -71,6 +71,7 @@ class sqlite_event_writer final : public core::event_log_writer {
     const std::string session_id;
     const std::shared_ptr<journal_tails::slot> tail;
     std::size_t tail_size = 0;              // events in `tail` (the writer alone changes it)
+    std::size_t segment_threshold = 0;      // this tail's size that makes a segment (drawn when it starts)
     bool in_flight = false;                 // one request at a time per session, so tails and claims stay exact
     std::optional<batch> waiting;           // the channel's next batch, behind a tail segment in flight
     bool segment_due = false;               // the tail is old enough: write it as a segment next
