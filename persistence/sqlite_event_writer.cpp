@@ -1,5 +1,6 @@
 #include "persistence/sqlite_event_writer.hpp"
 
+#include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -65,10 +66,13 @@ void sqlite_event_writer::dispatch(session_state& s, batch b) {
   r.b = std::move(b);
   // A segment when the journaled tail is big or old enough, or the run ends (an idle
   // session then holds nothing journal-only); otherwise one cheap journal append.
-  // The size threshold is drawn per tail in [frames/2, frames], as the age is: runs that
+  // The size threshold is drawn per tail (options), as the age is: runs that
   // started together (paced at one rate) would otherwise all reach it in the same cycle,
   // and that cycle's commit, carrying every one of their segments, stalls every stream.
-  if (s.tail_size == 0) s.segment_threshold = opts_.segment_frames / 2 + random_below(opts_.segment_frames / 2 + 1);
+  if (s.tail_size == 0) {
+    const auto low = std::min(opts_.segment_frames_min, opts_.segment_frames);
+    s.segment_threshold = low + random_below(opts_.segment_frames - low + 1);
+  }
   r.as_segment = r.b.ends_run || (s.segment_due && s.tail_size > 0) || s.tail_size + r.b.events.size() >= s.segment_threshold;
   if (r.as_segment && s.tail_size > 0) r.tail = tails_.tail(*s.tail);
   enqueue(std::move(r));

@@ -39,7 +39,10 @@ namespace agw::persistence {
 class sqlite_event_writer final : public core::event_log_writer {
  public:
   struct options {
-    std::size_t segment_frames = 64;  // journaled events that make a segment
+    // Journaled events that make a segment: a tail's threshold is drawn in
+    // [min(segment_frames_min, segment_frames), segment_frames] when it starts.
+    std::size_t segment_frames = 64;
+    std::size_t segment_frames_min = 32;
     // The longest an event stays journal-only; 0: no timer (segments come from size and
     // run ends; the start-up fold does the rest).
     std::chrono::milliseconds segment_age{2000};

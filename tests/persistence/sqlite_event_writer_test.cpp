@@ -114,6 +114,16 @@ TEST_CASE("sqlite_event_writer: small batches go to the journal and are read fro
   for (std::int64_t id = 1; id <= 5; ++id) CHECK(events[static_cast<std::size_t>(id - 1)]->sse == token(id)->sse);
 }
 
+TEST_CASE("sqlite_event_writer: a tail's size threshold is drawn in [segment_frames_min, segment_frames]") {
+  // Sessions paced alike must not all write their segments in one writer cycle.
+  fixture fx({.segment_frames = 64, .segment_frames_min = 32, .segment_age = 0ms});
+  std::int64_t id = 0;
+  while (fx.segment_rows() == 0 && id < 100) fx.append({token(++id)});
+  CHECK(id >= 32);
+  CHECK(id <= 64);
+  CHECK(fx.readable() == range(1, id));
+}
+
 TEST_CASE("sqlite_event_writer: a run's done writes the journaled tail as a segment at once, trimmed to retention") {
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
   for (std::int64_t id = 1; id <= 5; ++id) fx.append({token(id)});
