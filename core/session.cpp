@@ -1,6 +1,8 @@
 #include "core/session.hpp"
 
 #include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "core/time_format.hpp"
 
@@ -46,5 +48,31 @@ boost::json::object to_json(const session_record& s, const std::optional<run_sum
 }
 
 bool is_session_status(std::string_view status) { return status == "active" || status == "inactive" || status == "error"; }
+
+std::string string_map_to_json(const string_map& m) {
+  boost::json::object o;
+  for (const auto& [k, v] : m) o[k] = v;
+  return boost::json::serialize(o);
+}
+
+string_map string_map_from_json(const std::string& text) {
+  string_map out;
+  const auto parsed = boost::json::parse(text);  // named: the loop must not outlive it
+  for (const auto& [k, value] : parsed.as_object()) out[std::string(k)] = std::string(value.as_string());
+  return out;
+}
+
+std::string labels_to_json(const std::set<std::string>& labels) {
+  boost::json::array a;
+  for (const auto& l : labels) a.emplace_back(l);
+  return boost::json::serialize(a);
+}
+
+std::set<std::string> labels_from_json(const std::string& text) {
+  std::set<std::string> out;
+  const auto parsed = boost::json::parse(text);  // named: the loop must not outlive it
+  for (const auto& l : parsed.as_array()) out.emplace(l.as_string());
+  return out;
+}
 
 }  // namespace agw::core

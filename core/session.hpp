@@ -43,4 +43,12 @@ boost::json::object to_json(const session_record& s, const std::optional<run_sum
 
 bool is_session_status(std::string_view status);
 
+// How a store keeps a session's maps (scopes, metadata, variables) and labels in a text
+// column: a JSON object of strings, a JSON array (sorted, as the set is). Every store
+// reads and writes the same form. The readers throw on text that is not that form.
+std::string string_map_to_json(const string_map& m);
+string_map string_map_from_json(const std::string& text);
+std::string labels_to_json(const std::set<std::string>& labels);
+std::set<std::string> labels_from_json(const std::string& text);
+
 }  // namespace agw::core

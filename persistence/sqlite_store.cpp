@@ -15,19 +15,6 @@
 namespace agw::persistence {
 namespace {
 
-std::string map_to_json(const core::string_map& m) {
-  boost::json::object o;
-  for (const auto& [k, v] : m) o[k] = v;
-  return boost::json::serialize(o);
-}
-
-core::string_map map_from_json(const std::string& text) {
-  core::string_map out;
-  auto v = boost::json::parse(text);
-  for (const auto& [k, value] : v.as_object()) out[std::string(k)] = std::string(value.as_string());
-  return out;
-}
-
 constexpr const char* session_columns =
     "s.id, s.thread_id, s.title, s.status, s.agent_name, s.config, s.scopes, s.metadata, s.created_at, s.updated_at, "
     // The last id is the newest segment's (the column is not moved per commit; the journal
@@ -39,19 +26,6 @@ constexpr const char* session_columns =
     // Migration 6: the session's attributes.
     "s.labels, s.variables, s.ttl_seconds, s.active_at, s.event_webhook_url";
 
-std::string labels_to_json(const std::set<std::string>& labels) {
-  boost::json::array a;
-  for (const auto& l : labels) a.emplace_back(l);
-  return boost::json::serialize(a);
-}
-
-std::set<std::string> labels_from_json(const std::string& text) {
-  std::set<std::string> out;
-  const auto parsed = boost::json::parse(text);  // named: the loop must not outlive it
-  for (const auto& l : parsed.as_array()) out.emplace(l.as_string());
-  return out;
-}
-
 core::session_record read_session(const statement& st) {
   core::session_record s;
   s.id = st.text(0);
@@ -60,15 +34,15 @@ core::session_record read_session(const statement& st) {
   s.status = st.text(3);
   s.agent_name = st.text(4);
   s.config = boost::json::parse(st.text(5)).as_object();
-  s.scopes = map_from_json(st.text(6));
-  s.metadata = map_from_json(st.text(7));
+  s.scopes = core::string_map_from_json(st.text(6));
+  s.metadata = core::string_map_from_json(st.text(7));
   s.created_at_ms = st.int64(8);
   s.updated_at_ms = st.int64(9);
   s.last_event_id = st.int64(10);
   s.message_count = st.int64(11);
   s.mode = st.text(12);
-  s.labels = labels_from_json(st.text(13));
-  s.variables = map_from_json(st.text(14));
+  s.labels = core::labels_from_json(st.text(13));
+  s.variables = core::string_map_from_json(st.text(14));
   s.ttl_seconds = st.optional_int64(15);
   s.active_at_ms = st.int64(16);
   s.event_webhook_url = st.optional_text(17);
@@ -137,14 +111,14 @@ void sqlite_store::insert_session(const core::session_record& s) {
       .bind(4, s.status)
       .bind(5, s.agent_name)
       .bind(6, boost::json::serialize(s.config))
-      .bind(7, map_to_json(s.scopes))
-      .bind(8, map_to_json(s.metadata))
+      .bind(7, core::string_map_to_json(s.scopes))
+      .bind(8, core::string_map_to_json(s.metadata))
       .bind(9, s.created_at_ms)
       .bind(10, s.updated_at_ms)
       .bind(11, s.last_event_id)
       .bind(12, s.mode)
-      .bind(13, labels_to_json(s.labels))
-      .bind(14, map_to_json(s.variables))
+      .bind(13, core::labels_to_json(s.labels))
+      .bind(14, core::string_map_to_json(s.variables))
       .bind(15, s.ttl_seconds)
       .bind(16, std::max(s.active_at_ms, s.created_at_ms))
       .bind(17, s.event_webhook_url)
@@ -206,12 +180,12 @@ bool sqlite_store::update_session(const core::session_record& s) {
       .bind(2, s.status)
       .bind(3, s.agent_name)
       .bind(4, boost::json::serialize(s.config))
-      .bind(5, map_to_json(s.scopes))
-      .bind(6, map_to_json(s.metadata))
+      .bind(5, core::string_map_to_json(s.scopes))
+      .bind(6, core::string_map_to_json(s.metadata))
       .bind(7, s.updated_at_ms)
       .bind(8, s.mode)
-      .bind(9, labels_to_json(s.labels))
-      .bind(10, map_to_json(s.variables))
+      .bind(9, core::labels_to_json(s.labels))
+      .bind(10, core::string_map_to_json(s.variables))
       .bind(11, s.ttl_seconds)
       .bind(12, std::max(s.active_at_ms, s.updated_at_ms))
       .bind(13, s.event_webhook_url)

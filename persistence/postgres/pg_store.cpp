@@ -11,19 +11,6 @@
 namespace agw::persistence::pg {
 namespace {
 
-std::string map_to_json(const core::string_map& m) {
-  boost::json::object o;
-  for (const auto& [k, v] : m) o[k] = v;
-  return boost::json::serialize(o);
-}
-
-core::string_map map_from_json(const std::string& text) {
-  core::string_map out;
-  auto v = boost::json::parse(text);
-  for (const auto& [k, value] : v.as_object()) out[std::string(k)] = std::string(value.as_string());
-  return out;
-}
-
 const std::string session_columns =
     "s.id, s.thread_id, s.title, s.status, s.agent_name, s.config, s.scopes, s.metadata, s.created_at, s.updated_at, "
     // The newest row's last id (trim_events moves the column when it takes every row).
@@ -33,19 +20,6 @@ const std::string session_columns =
     // Migration 3: the session's attributes.
     "s.labels, s.variables, s.ttl_seconds, s.active_at, s.event_webhook_url";
 
-std::string labels_to_json(const std::set<std::string>& labels) {
-  boost::json::array a;
-  for (const auto& l : labels) a.emplace_back(l);
-  return boost::json::serialize(a);
-}
-
-std::set<std::string> labels_from_json(const std::string& text) {
-  std::set<std::string> out;
-  const auto parsed = boost::json::parse(text);  // named: the loop must not outlive it
-  for (const auto& l : parsed.as_array()) out.emplace(l.as_string());
-  return out;
-}
-
 core::session_record read_session(const result& r, int row) {
   core::session_record s;
   s.id = r.text(row, 0);
@@ -54,15 +28,15 @@ core::session_record read_session(const result& r, int row) {
   s.status = r.text(row, 3);
   s.agent_name = r.text(row, 4);
   s.config = boost::json::parse(r.text(row, 5)).as_object();
-  s.scopes = map_from_json(r.text(row, 6));
-  s.metadata = map_from_json(r.text(row, 7));
+  s.scopes = core::string_map_from_json(r.text(row, 6));
+  s.metadata = core::string_map_from_json(r.text(row, 7));
   s.created_at_ms = r.int64(row, 8);
   s.updated_at_ms = r.int64(row, 9);
   s.last_event_id = r.int64(row, 10);
   s.message_count = r.int64(row, 11);
   s.mode = r.text(row, 12);
-  s.labels = labels_from_json(r.text(row, 13));
-  s.variables = map_from_json(r.text(row, 14));
+  s.labels = core::labels_from_json(r.text(row, 13));
+  s.variables = core::string_map_from_json(r.text(row, 14));
   s.ttl_seconds = r.optional_int64(row, 15);
   s.active_at_ms = r.int64(row, 16);
   s.event_webhook_url = r.optional_text(row, 17);
@@ -125,7 +99,7 @@ void pg_store::write_labels(const core::session_record& s, bool fresh) {
       "WITH l AS (SELECT DISTINCT json_array_elements_text($1::json) AS label), "
       "gone AS (DELETE FROM session_label_index WHERE session_id = $2::text AND label NOT IN (SELECT label FROM l)) "
       "INSERT INTO session_label_index (label, session_id) SELECT label, $2::text FROM l ON CONFLICT DO NOTHING",
-      params().add(labels_to_json(s.labels)).add(s.id));
+      params().add(core::labels_to_json(s.labels)).add(s.id));
 }
 
 void pg_store::insert_session(const core::session_record& s) {
@@ -140,14 +114,14 @@ void pg_store::insert_session(const core::session_record& s) {
           .add(s.status)
           .add(s.agent_name)
           .add(boost::json::serialize(s.config))
-          .add(map_to_json(s.scopes))
-          .add(map_to_json(s.metadata))
+          .add(core::string_map_to_json(s.scopes))
+          .add(core::string_map_to_json(s.metadata))
           .add(s.created_at_ms)
           .add(s.updated_at_ms)
           .add(s.last_event_id)
           .add(s.mode)
-          .add(labels_to_json(s.labels))
-          .add(map_to_json(s.variables))
+          .add(core::labels_to_json(s.labels))
+          .add(core::string_map_to_json(s.variables))
           .add(s.ttl_seconds)
           .add(std::max(s.active_at_ms, s.created_at_ms))
           .add(s.event_webhook_url));
@@ -204,12 +178,12 @@ bool pg_store::update_session(const core::session_record& s) {
           .add(s.status)
           .add(s.agent_name)
           .add(boost::json::serialize(s.config))
-          .add(map_to_json(s.scopes))
-          .add(map_to_json(s.metadata))
+          .add(core::string_map_to_json(s.scopes))
+          .add(core::string_map_to_json(s.metadata))
           .add(s.updated_at_ms)
           .add(s.mode)
-          .add(labels_to_json(s.labels))
-          .add(map_to_json(s.variables))
+          .add(core::labels_to_json(s.labels))
+          .add(core::string_map_to_json(s.variables))
           .add(s.ttl_seconds)
           .add(std::max(s.active_at_ms, s.updated_at_ms))
           .add(s.event_webhook_url)
