@@ -47,6 +47,7 @@ struct metrics {
   std::atomic<std::int64_t> runs_admitted{0};
   std::atomic<std::uint64_t> events_published{0};
   std::atomic<std::uint64_t> event_batches_committed{0};
+  std::atomic<std::uint64_t> events_followed{0};  // committed by another node, taken on here (session_channel::follow_log)
   std::atomic<std::int64_t> sse_streams_open{0};
   std::atomic<std::uint64_t> sse_frames_written{0};
   std::atomic<std::uint64_t> sse_slow_subscribers_dropped{0};  // stalled writes cut

@@ -106,6 +106,8 @@ void add_plain_families(const core::metrics& s, std::vector<MetricFamily>& out) 
   out.push_back(single("gateway_runs_failed_total", "Agent runs that ended in an error.", T::Counter, s.runs_failed));
   out.push_back(single("gateway_runs_live", "Agent runs in progress.", T::Gauge, s.runs_live));
   out.push_back(single("gateway_events_published_total", "Events committed and released.", T::Counter, s.events_published));
+  out.push_back(single("gateway_events_followed_total", "Events another node committed, taken on by this node's channels.",
+                       T::Counter, s.events_followed));
   out.push_back(
       single("gateway_event_batches_committed_total", "Event log batches committed.", T::Counter, s.event_batches_committed));
   out.push_back(single("gateway_sse_streams_open", "Open SSE streams.", T::Gauge, s.sse_streams_open));

@@ -79,6 +79,11 @@ void commit_pipeline::retry_later(const std::shared_ptr<std::vector<frame_ptr>>&
   });
 }
 
+void commit_pipeline::adopt(std::int64_t last_id) {
+  if (!idle() || last_id <= committed_id_) return;
+  committed_id_ = last_id;
+}
+
 void commit_pipeline::close() {
   closed_ = true;
   pending_.clear();

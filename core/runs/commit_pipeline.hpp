@@ -52,6 +52,9 @@ class commit_pipeline {
 
   std::int64_t committed_id() const { return committed_id_; }
   bool idle() const { return pending_.empty() && !in_flight_; }
+  // Idle only: the log holds events up to `last_id` written elsewhere (another node);
+  // the next push must carry last_id + 1.
+  void adopt(std::int64_t last_id);
   // From now on batches are released without being stored (the session is being deleted).
   void store_nothing() { unstored_ = true; }
   // Drops what is queued and wakes every waiter; later completions are ignored.

@@ -89,6 +89,30 @@ void session_channel::released(const std::vector<frame_ptr>& batch) {
   release_ring_if_idle();
 }
 
+bool session_channel::follow_log(std::int64_t last_id, std::vector<frame_ptr> frames) {
+  const std::int64_t held = committed_id();
+  // Events of our own on their way: this node writes the session now.
+  if (closed_ || last_id <= held || !pipeline_.idle() || last_assigned_id() > held) return false;
+  std::erase_if(frames, [held](const frame_ptr& f) { return f->id <= held; });
+  bool consecutive = !frames.empty() && frames.front()->id == held + 1 && frames.back()->id == last_id;
+  for (std::size_t i = 1; consecutive && i < frames.size(); ++i) consecutive = frames[i]->id == frames[i - 1]->id + 1;
+  pipeline_.adopt(last_id);
+  next_id_ = last_id + 1;
+  snapshot_last_id_.store(last_id);
+  stats_.events_followed += static_cast<std::uint64_t>(last_id - held);
+  if (consecutive) {
+    for (const auto& f : frames) ring_.push(f);
+    cursors_.deliver(frames);
+  } else {
+    // The ring must end at the committed id with no hole: start it again, and let the
+    // live subscribers read what they miss from the log.
+    ring_.clear();
+    cursors_.resync();
+  }
+  release_ring_if_idle();
+  return true;
+}
+
 net::awaitable<void> session_channel::wait_committed() {
   auto waiting = pipeline_.wait_committed(last_assigned_id());
   co_await std::move(waiting);

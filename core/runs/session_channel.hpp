@@ -106,6 +106,16 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   std::int64_t last_assigned_id() const { return next_id_ - 1; }
   std::int64_t last_committed_id() const { return pipeline_.committed_id(); }
 
+  // Another node committed this session's events up to `last_id` (docs/scale-out.md):
+  // the channel moves its sequence there, so its subscribers get those events and a run
+  // started here later numbers on from them. `frames`, when the fan-out carried them,
+  // are those events: taken as they are when they follow on from what this channel holds
+  // (delivered like a local commit); otherwise the subscribers read the gap from the log.
+  // Nothing happens while this channel has events of its own on their way (it is the
+  // session's writer; a writer whose lease was taken is stopped by fencing instead) or
+  // when `last_id` is not past what it holds. Returns whether the channel moved.
+  bool follow_log(std::int64_t last_id, std::vector<frame_ptr> frames = {});
+
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);
   // Completes (on the strand) once no run is live: at once when none is, else when the

@@ -52,6 +52,17 @@ void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames) {
   }
 }
 
+void subscriber_cursors::resync() {
+  const std::int64_t committed = source_.committed_id();
+  for (const auto& c : cursors_) {
+    if (!c->live || c->last_sent >= committed) continue;
+    // As if it had fallen behind: pages from the log until it is level again.
+    c->live = false;
+    stats_.subscribers_catching_up++;
+    catch_up(c);
+  }
+}
+
 void subscriber_cursors::close_all() {
   auto all = std::move(cursors_);
   cursors_.clear();

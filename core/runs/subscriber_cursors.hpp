@@ -61,6 +61,9 @@ class subscriber_cursors {
   void remove(const subscriber* sub);
   // A committed batch, to every live subscriber.
   void deliver(const std::vector<frame_ptr>& frames);
+  // The committed sequence jumped past what the live subscribers were handed (another
+  // node's events, known only from the log): each of them catches up from where it is.
+  void resync();
   // Ends every stream and forgets them (the session is gone).
   void close_all();
   // Asks every stream to end (draining); they leave by themselves.

@@ -700,3 +700,95 @@ TEST_CASE("session_channel: a subscriber whose catch-up cannot read the log is c
   CHECK(fx.channel->subscriber_count() == 0);
   fx.db.fail_reads = false;
 }
+
+// Two nodes on one database: `fx.channel` writes the session's events, `other` is the
+// same session's channel on another node, told of the commits as the fan-out would.
+namespace {
+std::shared_ptr<session_channel> second_channel(fixture& fx, session_channel::options opts = {}) {
+  return std::make_shared<session_channel>(fx.io.get_executor(), session_id, 0, fx.services, opts);
+}
+// The committed events after `after_id`, as the fan-out would carry them.
+std::vector<agw::core::frame_ptr> log_frames(fixture& fx, std::int64_t after_id) {
+  std::vector<agw::core::frame_ptr> out;
+  const auto data = fx.db.committed();
+  for (const auto& b : data.event_batches.at(session_id))
+    for (auto& f : agw::core::decode_log_frames(b.frames, b.first_id))
+      if (f->id > after_id) out.push_back(std::move(f));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
+  return out;
+}
+}  // namespace
+
+TEST_CASE("session_channel: follow_log with the frames delivers them like a local commit, then the node writes on") {
+  fixture fx;
+  auto other = second_channel(fx);
+  auto rec = std::make_shared<recorder>(fx.db);
+  net::post(other->strand(), [&] { other->subscribe(rec, 0); });
+  fx.publish_one_by_one(5);
+  const auto frames = log_frames(fx, 0);
+  REQUIRE(frames.size() == 5);
+  bool moved = false;
+  net::post(other->strand(), [&] { moved = other->follow_log(5, frames); });
+  fx.run();
+  CHECK(moved);
+  CHECK(rec->ids == range(1, 5));
+  CHECK(other->last_committed_id() == 5);
+  CHECK(other->snapshot().last_event_id == 5);
+  CHECK(log_reads_of(fx.db) == 0);  // the frames came with the news: no log read
+  CHECK(fx.stats.events_followed == 5);
+  // The same batch again (a late duplicate): nothing moves, nothing is sent twice.
+  net::post(other->strand(), [&] { moved = other->follow_log(5, frames); });
+  fx.run();
+  CHECK_FALSE(moved);
+  // A run on this node numbers on from the followed events.
+  net::post(other->strand(), [&] { other->publish("run-2", agw::core::event_type::token, token(6)); });
+  fx.run();
+  CHECK(rec->ids == range(1, 6));
+  CHECK(fx.db.committed_event_ids(session_id) == range(1, 6));
+}
+
+TEST_CASE("session_channel: follow_log without the frames, or with a hole, has the subscribers read the gap from the log") {
+  for (const bool partial : {false, true}) {
+    CAPTURE(partial);
+    fixture fx({.ring_size = 4});
+    auto other = second_channel(fx, {.ring_size = 4, .replay_page = 3});
+    auto rec = std::make_shared<recorder>(fx.db);
+    net::post(other->strand(), [&] { other->subscribe(rec, 0); });
+    fx.publish_one_by_one(2);
+    net::post(other->strand(), [&] { other->follow_log(2, log_frames(fx, 0)); });
+    fx.run();
+    REQUIRE(rec->ids == range(1, 2));
+    // The fan-out lost 3..9: the next message carries only 10, or nothing at all.
+    fx.publish_one_by_one(8);
+    auto frames = log_frames(fx, 9);
+    REQUIRE(frames.size() == 1);
+    if (!partial) frames.clear();
+    net::post(other->strand(), [&] { other->follow_log(10, frames); });
+    fx.run();
+    CHECK(rec->ids == range(1, 10));
+    CHECK(other->last_committed_id() == 10);
+    // Then live again: the next followed batch is delivered as it comes.
+    fx.publish_one_by_one(1);
+    net::post(other->strand(), [&] { other->follow_log(11, log_frames(fx, 10)); });
+    fx.run();
+    CHECK(rec->ids == range(1, 11));
+  }
+}
+
+TEST_CASE("session_channel: follow_log is ignored while the channel has events of its own on their way") {
+  fixture fx;
+  auto rec = fx.subscribe(0);
+  fx.run();
+  fx.db.hold_commits();
+  bool moved = true;
+  fx.on_strand([&] {
+    fx.channel->publish("run-1", agw::core::event_type::token, token(1));
+    moved = fx.channel->follow_log(7);
+  });
+  fx.run_for(100ms);
+  CHECK_FALSE(moved);
+  fx.db.release_commits();
+  fx.run();
+  CHECK(rec->ids == range(1, 1));
+  CHECK(fx.channel->last_committed_id() == 1);
+}
