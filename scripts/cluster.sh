@@ -9,6 +9,10 @@
 #
 # AGW_CLUSTER_DIR (default /tmp/agw-cluster) holds the state; AGW_GATEWAY_BINARY the
 # binary (default ./build/agent-gateway, built by scripts/build.sh when missing).
+# AGW_CLUSTER_BALANCE: `session` (default) sends every request of one session to one
+# node (nginx `hash` on the session id in the path: fewest cross-node hops); `spread`
+# sends each request to the node with the fewest connections (`least_conn`), so one
+# session's followers are spread over every node (the fan-out benchmark).
 #
 # What the nodes share today: PostgreSQL (every session, conversation, event log,
 # key and webhook row). Live run state is still per node, so nginx routes every
@@ -33,9 +37,9 @@ free_port() {
   return 1
 }
 
-# Waits until url answers 200 (at most ~15 s).
+# Waits until url answers 200 (at most ~30 s: a loaded 2-core machine starts slowly).
 wait_ready() {
-  for _ in $(seq 150); do
+  for _ in $(seq 300); do
     curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
     sleep 0.1
   done
@@ -52,6 +56,12 @@ as_user() {  # execs "$@" as user $1 when root, keeping the PID (so `down` stops
 up() {
   local n="$1"
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 up N (N >= 1)" >&2; exit 2; }
+  local balance='hash $agw_session consistent;'
+  case "${AGW_CLUSTER_BALANCE:-session}" in
+    session) ;;
+    spread) balance='least_conn;' ;;
+    *) echo "cluster: AGW_CLUSTER_BALANCE must be session or spread" >&2; exit 2 ;;
+  esac
   if [ -e "$dir" ]; then
     echo "cluster: $dir exists (a cluster is up?): run '$0 down' first" >&2
     exit 1
@@ -59,7 +69,7 @@ up() {
   [ -x "$binary" ] || "$root/scripts/build.sh" >/dev/null
   mkdir -p "$dir"
   # Whatever fails below leaves nothing running.
-  trap 'echo "cluster: start-up failed; stopping what started" >&2; down' ERR
+  trap 'echo "cluster: start-up failed; stopping what started" >&2; cat "$dir"/node*.log >&2; down' ERR
 
   # PostgreSQL, durable (the test servers run with fsync off; this one does not).
   local pg_url
@@ -95,7 +105,7 @@ up() {
   done
 
   # nginx: the proxy block of docs/operations.md, one upstream per node, and every
-  # request of one session to one node.
+  # request of one session to one node (or spread: AGW_CLUSTER_BALANCE).
   local lb_port
   lb_port="$(free_port)"
   mkdir -p "$dir/nginx"
@@ -119,7 +129,7 @@ http {
     default \$request_id;
   }
   upstream agent_gateway {
-    hash \$agw_session consistent;
+    $balance
 $servers    keepalive 32;
   }
   server {
