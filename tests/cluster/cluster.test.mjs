@@ -343,7 +343,7 @@ test('Redis killed mid-run: the follower on another node still gets every event,
   assert.equal(got[got.length - 1].event, 'done');
 
   // Live again: a run after Redis came back reaches C through it.
-  const received = await metric(c, 'gateway_fanout_messages_received_total');
+  const received = await metric(c, 'gateway_fanout_received_total');
   const again = [];
   const second = follow(c, sessionId, got[got.length - 1].id, again, (f) => f.event === 'done', 30000);
   await waitFor('the fan-out to reconnect on B', async () => (await metric(b, 'gateway_fanout_connected')) === 1, { timeoutMs: 15000, intervalMs: 200 });
@@ -352,7 +352,7 @@ test('Redis killed mid-run: the follower on another node still gets every event,
   await res2.text();
   assert.equal(await second, 'stopped');
   assertConsecutive(again, got[got.length - 1].id + 1, 'the run after the outage');
-  assert.ok(await metric(c, 'gateway_fanout_messages_received_total') > received, 'C heard nothing through Redis after it came back');
+  assert.ok(await metric(c, 'gateway_fanout_received_total') > received, 'C heard nothing through Redis after it came back');
 });
 
 test('kill -9 of the owner mid-run: a survivor ends the run as interrupted within the lease; followers everywhere get done', { timeout: 60000 }, async () => {
