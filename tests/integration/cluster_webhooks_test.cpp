@@ -156,8 +156,8 @@ TEST_CASE("cluster webhooks: two nodes on one database make each delivery's atte
     attempts_b += on_b;
     across += on_a == 1 && on_b == 1 ? 1 : 0;
   }
-  MESSAGE("attempts made by node a: " << attempts_a << ", by node b: " << attempts_b << "; deliveries retried by the other node: "
-                                      << across);
+  MESSAGE("attempts made by node a: " << attempts_a << ", by node b: " << attempts_b
+                                      << "; deliveries retried by the other node: " << across);
   CHECK(attempts_a > 0);
   CHECK(attempts_b > 0);
 }

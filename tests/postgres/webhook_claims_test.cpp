@@ -24,8 +24,8 @@ constexpr int deliveries = 200;
 // Each node claims (a batch transaction each, as the store executor runs a write job)
 // until every delivery was handed out or `bound` rounds went by. Returns what each
 // node got, in claim order.
-std::vector<std::vector<std::string>> claim_concurrently(std::vector<std::unique_ptr<pg::pg_store>>& nodes,
-                                                         std::int64_t now_ms, std::int64_t until_ms) {
+std::vector<std::vector<std::string>> claim_concurrently(std::vector<std::unique_ptr<pg::pg_store>>& nodes, std::int64_t now_ms,
+                                                         std::int64_t until_ms) {
   std::vector<std::vector<std::string>> got(nodes.size());
   std::atomic<int> claimed{0};
   std::atomic<int> ready{0};
@@ -103,11 +103,11 @@ TEST_CASE("sweep lock: of two transactions asking at once, one leads; the lock g
   b->begin_batch();
   CHECK(a->try_lead("session-ttl-sweep"));
   CHECK_FALSE(b->try_lead("session-ttl-sweep"));
-  CHECK(b->try_lead("another-task"));          // one lock per task
-  CHECK(a->try_lead("session-ttl-sweep"));     // the holder asking again
+  CHECK(b->try_lead("another-task"));       // one lock per task
+  CHECK(a->try_lead("session-ttl-sweep"));  // the holder asking again
   CHECK_FALSE(a->try_lead("another-task"));
   a->commit_batch();
-  CHECK(b->try_lead("session-ttl-sweep"));     // free once a committed
+  CHECK(b->try_lead("session-ttl-sweep"));  // free once a committed
   b->rollback_batch();
   a->begin_batch();
   CHECK(a->try_lead("another-task"));  // and once b rolled back
