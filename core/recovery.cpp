@@ -130,6 +130,16 @@ recovery_report recover_at_startup(store_connection& c, const clock& time) {
       spdlog::error("start-up repair of session {} failed: {}", id, e.what());
     }
   }
+  // Webhook claims are the process before's (no other process serves the store now):
+  // released, so an attempt a crash cut is sent again at once, not when its claim expires.
+  c.begin_batch();
+  try {
+    c.release_webhook_claims();
+    c.commit_batch();
+  } catch (const std::exception& e) {
+    c.rollback_batch();
+    spdlog::error("start-up repair: releasing webhook claims failed: {}", e.what());
+  }
   return report;
 }
 

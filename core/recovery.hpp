@@ -3,7 +3,9 @@
 // event readable: persistence::prepare_database): runs that a crash cut short are
 // closed as "interrupted" (their streamed content, read back from the event
 // log, is persisted and followers get error + done), and projections that
-// drifted from their checkpoint are rebuilt. Runs on one store connection.
+// drifted from their checkpoint are rebuilt, and the webhook claims the process
+// before left are released. Runs on one store connection; only when no other
+// process serves the store (gateway/main.cpp).
 #include <cstddef>
 #include <cstdint>
 

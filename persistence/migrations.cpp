@@ -340,6 +340,15 @@ DROP TABLE event_journal;
 ALTER TABLE event_journal_rows RENAME TO event_journal;
 DELETE FROM sqlite_sequence WHERE name = 'event_journal';
 )sql",
+    // 8: webhook claims (docs/scale-out.md, "Webhooks"): a delivery (or notice) handed to
+    //    the dispatcher is claimed until claimed_until (NULL: not claimed), and is not
+    //    handed out again before that unless its attempt is recorded. One process uses a
+    //    SQLite file, so this mirrors the PostgreSQL store (its migration 4); start-up
+    //    repair releases the claims of the process before.
+    R"sql(
+ALTER TABLE webhook_deliveries ADD COLUMN claimed_until INTEGER;
+ALTER TABLE session_notices ADD COLUMN claimed_until INTEGER;
+)sql",
 };
 
 int user_version(sqlite_database& db) {

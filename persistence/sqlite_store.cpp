@@ -616,37 +616,59 @@ std::optional<core::webhook_delivery_record> sqlite_store::find_webhook_delivery
   return read_delivery(st);
 }
 
-std::vector<core::webhook_delivery_record> sqlite_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
+std::vector<core::webhook_delivery_record> sqlite_store::claim_due_webhook_deliveries(std::int64_t now_ms,
+                                                                                      std::int64_t claim_until_ms,
+                                                                                      std::size_t limit) {
+  // One process holds the file and this runs on its writer connection: the select and the
+  // claim below cannot interleave with another claim (migration 8).
   auto st = db_.prepare(
       "SELECT " AGW_DELIVERY_COLUMNS
       " FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at <= ?1 "
+      "AND (claimed_until IS NULL OR claimed_until <= ?1) "
       // An event batch waits for the session's earlier batches (migration 6): in order.
       "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
       "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id < d.event_first_id)) "
       // And the notices that outlived their session (migration 6).
       "UNION ALL SELECT id, webhook_id, session_id, '', url, payload, status, attempt_count, next_attempt_at, created_at "
       "FROM session_notices WHERE status = 'pending' AND next_attempt_at <= ?1 "
+      "AND (claimed_until IS NULL OR claimed_until <= ?1) "
       "ORDER BY next_attempt_at LIMIT ?2");
   st.bind(1, now_ms).bind(2, static_cast<std::int64_t>(limit));
   std::vector<core::webhook_delivery_record> out;
   while (st.step()) out.push_back(read_delivery(st));
+  for (const auto& d : out) {
+    // A delivery's id is in one table or the other.
+    db_.prepare("UPDATE webhook_deliveries SET claimed_until = ? WHERE id = ?").bind(1, claim_until_ms).bind(2, d.id).run();
+    if (db_.changes() == 0)
+      db_.prepare("UPDATE session_notices SET claimed_until = ? WHERE id = ?").bind(1, claim_until_ms).bind(2, d.id).run();
+  }
   return out;
 }
 
 std::optional<std::int64_t> sqlite_store::next_webhook_due_ms(std::int64_t after_ms) {
+  // Due at its schedule, or when a claim on it ends (max(): NULL-free here, claimed_until
+  // taken as 0 when there is none).
   auto st = db_.prepare(
-      "SELECT MIN(t) FROM (SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending' AND "
-      "next_attempt_at > ?1 UNION ALL SELECT MIN(next_attempt_at) FROM session_notices WHERE status = 'pending' AND "
-      "next_attempt_at > ?1)");
+      "SELECT MIN(t) FROM (SELECT MIN(max(next_attempt_at, COALESCE(claimed_until, 0))) AS t FROM webhook_deliveries "
+      "WHERE status = 'pending' AND max(next_attempt_at, COALESCE(claimed_until, 0)) > ?1 "
+      "UNION ALL SELECT MIN(max(next_attempt_at, COALESCE(claimed_until, 0))) FROM session_notices WHERE status = "
+      "'pending' AND max(next_attempt_at, COALESCE(claimed_until, 0)) > ?1)");
   st.bind(1, after_ms);
   if (!st.step()) return std::nullopt;
   return st.optional_int64(0);
 }
 
+void sqlite_store::release_webhook_claims() {
+  db_.exec("UPDATE webhook_deliveries SET claimed_until = NULL WHERE claimed_until IS NOT NULL");
+  db_.exec("UPDATE session_notices SET claimed_until = NULL WHERE claimed_until IS NOT NULL");
+}
+
+bool sqlite_store::try_lead(std::string_view) { return true; }  // one process per file: it always leads
+
 bool sqlite_store::record_webhook_attempt(const core::webhook_attempt_outcome& o) {
   db_.prepare(
-         "UPDATE webhook_deliveries SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ? "
-         "WHERE id = ? AND status = 'pending'")
+         "UPDATE webhook_deliveries SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ?, "
+         "claimed_until = NULL WHERE id = ? AND status = 'pending'")
       .bind(1, o.status)
       .bind(2, o.next_attempt_at_ms)
       .bind(3, o.delivery_id)
@@ -654,8 +676,8 @@ bool sqlite_store::record_webhook_attempt(const core::webhook_attempt_outcome& o
   if (db_.changes() == 0) {
     // A notice that outlived its session: its state moves on, its attempts are not kept.
     db_.prepare(
-           "UPDATE session_notices SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ? "
-           "WHERE id = ? AND status = 'pending'")
+           "UPDATE session_notices SET status = ?, attempt_count = attempt_count + 1, next_attempt_at = ?, "
+           "claimed_until = NULL WHERE id = ? AND status = 'pending'")
         .bind(1, o.status)
         .bind(2, o.next_attempt_at_ms)
         .bind(3, o.delivery_id)
@@ -677,7 +699,9 @@ bool sqlite_store::record_webhook_attempt(const core::webhook_attempt_outcome& o
 }
 
 bool sqlite_store::requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) {
-  db_.prepare("UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, next_attempt_at = ? WHERE id = ?")
+  db_.prepare(
+         "UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, next_attempt_at = ?, claimed_until = NULL "
+         "WHERE id = ?")
       .bind(1, now_ms)
       .bind(2, delivery_id)
       .run();

@@ -4,6 +4,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <optional>
 
 #include "core/clock.hpp"
 #include "core/services/session_service.hpp"
@@ -57,7 +58,11 @@ net::awaitable<std::size_t> session_sweeper::sweep_batch(bool& more) {
   std::vector<std::string> ids;
   for (const auto& s : candidates) ids.push_back(s.id);
   if (ids.empty()) co_return 0;
-  auto expire = [ids, now, ttl = opts_.default_ttl_ms, hook = expiring_](store_connection& c) {
+  auto expire = [ids, now, ttl = opts_.default_ttl_ms,
+                 hook = expiring_](store_connection& c) -> std::optional<std::vector<std::string>> {
+    // One node at a time (several may share a PostgreSQL store): two sweeps expiring one
+    // session would both write its session.expired notice. Held until this job's commit.
+    if (!c.try_lead("session-ttl-sweep")) return std::nullopt;
     std::vector<std::string> gone;
     for (const auto& id : ids) {
       auto s = c.find_session(id);
@@ -68,7 +73,13 @@ net::awaitable<std::size_t> session_sweeper::sweep_batch(bool& more) {
     }
     return gone;
   };
-  auto gone = co_await store_.async_write(std::move(expire), net::use_awaitable);
+  auto expired = co_await store_.async_write(std::move(expire), net::use_awaitable);
+  if (!expired) {
+    // Another node's sweep holds the lock right now: it expires these; this pass ends.
+    more = false;
+    co_return 0;
+  }
+  auto gone = std::move(*expired);
   // Rows first, then the live side, as DELETE does.
   for (const auto& id : gone) hub_.session_deleted(id);
   if (!gone.empty()) {

@@ -8,6 +8,9 @@
 // counts from its start (its user message is the activity): one going for longer
 // than the TTL is aborted with its session. Another batch follows at once while
 // batches come back full, so the store's queue never holds more than one sweep job.
+// The delete job runs under sweep_lock::try_lead("session-ttl-sweep"): with several
+// nodes on one PostgreSQL store, one node's batch at a time; a node that does not get
+// the lock ends its pass (the next interval looks again).
 //
 // Executor: the loop runs on the executor given to start(); it owns itself (the
 // coroutine holds a shared_ptr) and ends at stop() or when that executor stops.

@@ -50,9 +50,12 @@ net::awaitable<webhook_delivery_record> webhook_service::redeliver(std::string s
   co_return std::move(*result.delivery);
 }
 
-net::awaitable<std::vector<webhook_delivery_record>> webhook_service::due(std::int64_t now_ms, std::size_t limit) {
-  auto pick = [now_ms, limit](store_connection& c) { return c.due_webhook_deliveries(now_ms, limit); };
-  co_return co_await store_.async_read(std::move(pick), net::use_awaitable);
+net::awaitable<std::vector<webhook_delivery_record>> webhook_service::claim_due(std::int64_t now_ms, std::size_t limit,
+                                                                                std::int64_t claim_ms) {
+  auto claim = [now_ms, limit, until = now_ms + claim_ms](store_connection& c) {
+    return c.claim_due_webhook_deliveries(now_ms, until, limit);
+  };
+  co_return co_await store_.async_write(std::move(claim), net::use_awaitable);
 }
 
 net::awaitable<std::optional<std::int64_t>> webhook_service::next_due_ms(std::int64_t after_ms) {

@@ -6,7 +6,7 @@
 //
 // Executor: awaitables on the caller's executor (a connection's strand, or the
 // dispatcher's); no mutable state of its own. A redelivery is due at the
-// injected clock's now; the dispatcher passes its own `now_ms` to due().
+// injected clock's now; the dispatcher passes its own `now_ms` to claim_due().
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -34,11 +34,16 @@ class webhook_service {
   // The caller wakes the dispatcher.
   boost::asio::awaitable<webhook_delivery_record> redeliver(std::string session_id, std::string delivery_id);
 
-  // Pending deliveries due at `now_ms`, earliest first, at most `limit` (without attempts).
-  boost::asio::awaitable<std::vector<webhook_delivery_record>> due(std::int64_t now_ms, std::size_t limit);
-  // The earliest next attempt after `after_ms` of a pending delivery.
+  // Claims the pending deliveries due at `now_ms` that no live claim holds, earliest first,
+  // at most `limit` (without attempts), each until now_ms + claim_ms: no other node (nor
+  // this one) is handed them before that unless their attempt is recorded (a write job:
+  // webhook_outbox::claim_due_webhook_deliveries).
+  boost::asio::awaitable<std::vector<webhook_delivery_record>> claim_due(std::int64_t now_ms, std::size_t limit,
+                                                                         std::int64_t claim_ms);
+  // The earliest time after `after_ms` a pending delivery falls due (its schedule, or the
+  // end of another claim on it).
   boost::asio::awaitable<std::optional<std::int64_t>> next_due_ms(std::int64_t after_ms);
-  // Appends the attempt and moves the delivery on; false when the delivery is gone.
+  // Appends the attempt, moves the delivery on and releases its claim; false when the delivery is gone.
   boost::asio::awaitable<bool> record_attempt(webhook_attempt_outcome outcome);
 
  private:

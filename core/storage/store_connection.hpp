@@ -1,10 +1,10 @@
 #pragma once
 // One connection to a store: the unit of work that core's services use. It offers
 // every storage port (each names what it holds: session_catalog,
-// conversation_store, event_log, idempotency_keys, message_queue, webhook_outbox) and the
-// transaction control the store_executor uses, so that what several ports write
-// in one job commits or rolls back together (the final checkpoint with its
-// webhook outbox row).
+// conversation_store, event_log, idempotency_keys, message_queue, webhook_outbox,
+// sweep_lock) and the transaction control the store_executor uses, so that what
+// several ports write in one job commits or rolls back together (the final
+// checkpoint with its webhook outbox row).
 //
 // NOT thread-safe: the store_executor owns every connection and calls each from
 // one of its own threads, so no io thread ever touches storage. Code that needs
@@ -16,6 +16,7 @@
 #include "core/storage/session_catalog.hpp"
 #include "core/storage/session_state_store.hpp"
 #include "core/storage/store_error.hpp"
+#include "core/storage/sweep_lock.hpp"
 #include "core/storage/webhook_outbox.hpp"
 
 namespace agw::core {
@@ -26,7 +27,8 @@ class store_connection : public session_catalog,
                          public idempotency_keys,
                          public message_queue,
                          public webhook_outbox,
-                         public session_state_store {
+                         public session_state_store,
+                         public sweep_lock {
  public:
   // Transactions. The executor wraps each write job in a savepoint inside one
   // batch transaction, so many jobs share one commit (group commit).

@@ -23,6 +23,17 @@ namespace {
 constexpr std::int64_t idle_poll_ms = 5000;
 // After a storage error, wait before trying again.
 constexpr std::int64_t store_retry_ms = 1000;
+// A claim outlives the attempt it covers by this much (docs/scale-out.md, "Webhooks").
+constexpr std::chrono::seconds claim_margin{30};
+
+// How long a delivery this node picks stays claimed: its attempt's whole budget (connect,
+// then send and read the response header) plus the margin, so a live node always
+// records its attempt (which releases the claim) before another node may take the
+// delivery; a dead node's claim expires after this.
+std::int64_t claim_ms_of(const core::settings& config) {
+  const auto budget = config.webhook_connect_timeout + config.webhook_timeout + claim_margin;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(budget).count();
+}
 
 }  // namespace
 
@@ -35,6 +46,7 @@ webhook_dispatcher::webhook_dispatcher(net::any_io_executor executor, core::webh
       clock_(time),
       policy_(config.webhook_allow_private, config.webhook_allowlist),
       client_(config),
+      claim_ms_(claim_ms_of(config)),
       timer_(time.make_timer(strand_)),
       rng_(std::random_device{}()) {
   if (!config.webhook_secret.empty()) signing_key_ = core::decode_webhook_secret(config.webhook_secret);
@@ -78,9 +90,9 @@ net::awaitable<void> webhook_dispatcher::loop() {
       const std::size_t room = config_.webhook_concurrency - std::min(config_.webhook_concurrency, in_flight_.size());
       bool more_due = false;
       if (room > 0) {
-        // Ask for enough rows to fill the free slots even when some of them are already in flight.
-        const std::size_t limit = room + in_flight_.size();
-        auto picking = deliveries_.due(now, limit);
+        // Claimed rows (ours in flight, other nodes') are not handed out: ask for the free slots.
+        const std::size_t limit = room;
+        auto picking = deliveries_.claim_due(now, limit, claim_ms_);
         auto due = co_await std::move(picking);
         more_due = due.size() == limit;
         for (auto& d : due) {
@@ -96,7 +108,7 @@ net::awaitable<void> webhook_dispatcher::loop() {
         // Due rows are left over: go again at once if a slot is free, else when an attempt finishes.
         wait_ms = in_flight_.size() < config_.webhook_concurrency ? 0 : idle_poll_ms;
       } else {
-        // Every due row is in flight: sleep until the next one falls due.
+        // Every due row is in flight (here or on another node): sleep until the next one falls due.
         auto asking = deliveries_.next_due_ms(now);
         auto next = co_await std::move(asking);
         if (next) wait_ms = std::clamp<std::int64_t>(*next - clock_.wall_ms(), 0, idle_poll_ms);
@@ -157,7 +169,7 @@ net::awaitable<void> webhook_dispatcher::deliver(core::webhook_delivery_record d
     failure = std::current_exception();
   }
   if (failure) {
-    // The row stays pending: it is sent again (at-least-once), after a pause so a failing disk is not hammered.
+    // The row stays pending (at-least-once): it is sent again once its claim expires.
     spdlog::warn("webhook {}: could not record its attempt; it will be sent again", d.webhook_id);
     auto pausing = clock_.sleep_for(std::chrono::milliseconds(store_retry_ms));
     co_await std::move(pausing);

@@ -1,6 +1,8 @@
 #pragma once
-// Delivers the webhook outbox: a loop on its own strand picks pending
-// deliveries that are due (at most webhook_concurrency in flight), sends each
+// Delivers the webhook outbox: a loop on its own strand claims pending
+// deliveries that are due (at most webhook_concurrency in flight; a claim keeps
+// every other node, on a shared PostgreSQL, from attempting the same delivery
+// until the attempt is recorded or the claim expires), sends each
 // with outbound_http, records the attempt and the delivery's next state in one
 // write (through core::webhook_service, which owns the outbox's storage), and
 // sleeps until the next one is due or it is woken (a run wrote an outbox row, a
@@ -61,6 +63,7 @@ class webhook_dispatcher {
   core::address_policy policy_;
   outbound_http client_;
   std::optional<std::string> signing_key_;
+  std::int64_t claim_ms_;                      // how long a picked delivery stays claimed
   std::unique_ptr<core::wait_timer> timer_;    // on strand_: the loop's sleep, cut short by a wake
   std::unordered_set<std::string> in_flight_;  // strand only
   bool woken_ = false;                         // strand only: a wake arrived while the loop was busy

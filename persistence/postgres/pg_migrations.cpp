@@ -212,6 +212,14 @@ CREATE TABLE session_notices (
 );
 CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
 )sql",
+    // 4: webhook claims (docs/scale-out.md, "Webhooks"; SQLite's migration 8): a
+    //    delivery or notice a node's dispatcher took is claimed until claimed_until
+    //    (NULL: not claimed); other nodes skip it until then, or until its attempt is
+    //    recorded (which clears it). A node that dies mid-attempt leaves it to expire.
+    R"sql(
+ALTER TABLE webhook_deliveries ADD COLUMN claimed_until BIGINT;
+ALTER TABLE session_notices ADD COLUMN claimed_until BIGINT;
+)sql",
 };
 
 }  // namespace

@@ -76,10 +76,14 @@ class pg_store final : public core::store_connection {
   std::vector<core::webhook_delivery_record> list_webhook_deliveries(std::string_view session_id) override;
   std::optional<core::webhook_delivery_record> find_webhook_delivery(std::string_view session_id,
                                                                      std::string_view delivery_id) override;
-  std::vector<core::webhook_delivery_record> due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) override;
+  std::vector<core::webhook_delivery_record> claim_due_webhook_deliveries(std::int64_t now_ms, std::int64_t claim_until_ms,
+                                                                          std::size_t limit) override;
   std::optional<std::int64_t> next_webhook_due_ms(std::int64_t after_ms) override;
   bool record_webhook_attempt(const core::webhook_attempt_outcome& outcome) override;
   bool requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) override;
+  void release_webhook_claims() override;
+
+  bool try_lead(std::string_view task) override;
 
   // Many sessions' event rows in one statement (the event writer's batch): one round
   // trip however many sessions a writer cycle carries. All or nothing.

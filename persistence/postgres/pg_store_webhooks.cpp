@@ -86,30 +86,62 @@ std::optional<core::webhook_delivery_record> pg_store::find_webhook_delivery(std
   return read_delivery(r, 0);
 }
 
-std::vector<core::webhook_delivery_record> pg_store::due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) {
-  auto r = db_.run("SELECT " AGW_PG_DELIVERY_COLUMNS
-                   " FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at <= $1::bigint "
-                   // An event batch waits for the session's earlier batches (migration 3): in order.
-                   "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
-                   "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id IS NOT NULL AND "
-                   "e.event_first_id < d.event_first_id)) "
-                   // And the notices that outlived their session (migration 3).
-                   "UNION ALL SELECT id, webhook_id, session_id, '', url, payload, status, attempt_count, next_attempt_at, "
-                   "created_at FROM session_notices WHERE status = 'pending' AND next_attempt_at <= $1::bigint "
-                   "ORDER BY next_attempt_at LIMIT $2",
-                   params().add(now_ms).add(static_cast<std::int64_t>(limit)));
+std::vector<core::webhook_delivery_record> pg_store::claim_due_webhook_deliveries(std::int64_t now_ms,
+                                                                                  std::int64_t claim_until_ms,
+                                                                                  std::size_t limit) {
+  // One statement (migration 4): the candidates, earliest first, from both tables; of
+  // those, the rows no other transaction holds (FOR UPDATE SKIP LOCKED: a node claiming
+  // at the same time, or recording an attempt, keeps its rows), re-checked unclaimed on
+  // their newest version once locked; each claimed until $2 and returned. Two nodes get
+  // disjoint sets; a candidate skipped here is looked at again on the next pass.
+  auto r = db_.run(
+      "WITH cand AS ("
+      "SELECT 'd' AS t, d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.status = 'pending' AND "
+      "d.next_attempt_at <= $1::bigint AND (d.claimed_until IS NULL OR d.claimed_until <= $1::bigint) "
+      // An event batch waits for the session's earlier batches (migration 3): in order.
+      "AND (d.event_first_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE "
+      "e.session_id = d.session_id AND e.status = 'pending' AND e.event_first_id IS NOT NULL AND "
+      "e.event_first_id < d.event_first_id)) "
+      // And the notices that outlived their session (migration 3).
+      "UNION ALL SELECT 'n', id, next_attempt_at FROM session_notices WHERE status = 'pending' AND "
+      "next_attempt_at <= $1::bigint AND (claimed_until IS NULL OR claimed_until <= $1::bigint) "
+      "ORDER BY next_attempt_at LIMIT $3), "
+      "locked_d AS (SELECT id FROM webhook_deliveries WHERE id IN (SELECT id FROM cand WHERE t = 'd') AND "
+      "status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $1::bigint) FOR UPDATE SKIP LOCKED), "
+      "locked_n AS (SELECT id FROM session_notices WHERE id IN (SELECT id FROM cand WHERE t = 'n') AND "
+      "status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $1::bigint) FOR UPDATE SKIP LOCKED), "
+      "claimed_d AS (UPDATE webhook_deliveries SET claimed_until = $2::bigint WHERE id IN (SELECT id FROM locked_d) "
+      "RETURNING " AGW_PG_DELIVERY_COLUMNS
+      "), "
+      "claimed_n AS (UPDATE session_notices SET claimed_until = $2::bigint WHERE id IN (SELECT id FROM locked_n) "
+      "RETURNING id, webhook_id, session_id, ''::text, url, payload, status, attempt_count, next_attempt_at, created_at) "
+      "SELECT * FROM claimed_d UNION ALL SELECT * FROM claimed_n ORDER BY next_attempt_at",
+      params().add(now_ms).add(claim_until_ms).add(static_cast<std::int64_t>(limit)));
   std::vector<core::webhook_delivery_record> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(read_delivery(r, i));
   return out;
 }
 
 std::optional<std::int64_t> pg_store::next_webhook_due_ms(std::int64_t after_ms) {
+  // Due at its schedule, or when a claim on it ends (GREATEST skips a NULL claim).
   auto r = db_.run(
-      "SELECT LEAST((SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND "
-      "next_attempt_at > $1::bigint), (SELECT min(next_attempt_at) FROM session_notices WHERE status = 'pending' AND "
-      "next_attempt_at > $1::bigint))",
+      "SELECT LEAST((SELECT min(GREATEST(next_attempt_at, claimed_until)) FROM webhook_deliveries WHERE status = "
+      "'pending' AND GREATEST(next_attempt_at, claimed_until) > $1::bigint), (SELECT min(GREATEST(next_attempt_at, "
+      "claimed_until)) FROM session_notices WHERE status = 'pending' AND GREATEST(next_attempt_at, claimed_until) > "
+      "$1::bigint))",
       params().add(after_ms));
   return r.optional_int64(0, 0);
+}
+
+void pg_store::release_webhook_claims() {
+  db_.run("UPDATE webhook_deliveries SET claimed_until = NULL WHERE claimed_until IS NOT NULL");
+  db_.run("UPDATE session_notices SET claimed_until = NULL WHERE claimed_until IS NOT NULL");
+}
+
+bool pg_store::try_lead(std::string_view task) {
+  // Transaction-level: released when the job's batch commits or rolls back.
+  auto r = db_.run("SELECT pg_try_advisory_xact_lock(hashtext('agw:' || $1::text))::int", params().add(task));
+  return r.int64(0, 0) == 1;
 }
 
 bool pg_store::record_webhook_attempt(const core::webhook_attempt_outcome& o) {
@@ -117,8 +149,8 @@ bool pg_store::record_webhook_attempt(const core::webhook_attempt_outcome& o) {
   std::optional<std::int64_t> code;
   if (o.attempt.status_code) code = *o.attempt.status_code;
   auto r = db_.run(
-      "WITH moved AS (UPDATE webhook_deliveries SET status = $1, attempt_count = attempt_count + 1, next_attempt_at = $2 "
-      "WHERE id = $3 AND status = 'pending' RETURNING id) "
+      "WITH moved AS (UPDATE webhook_deliveries SET status = $1, attempt_count = attempt_count + 1, next_attempt_at = $2, "
+      "claimed_until = NULL WHERE id = $3 AND status = 'pending' RETURNING id) "
       "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms) "
       "SELECT moved.id, (SELECT COALESCE(max(attempt), 0) + 1 FROM webhook_attempts WHERE delivery_id = $3), $4, $5, $6, $7 "
       "FROM moved",
@@ -133,15 +165,17 @@ bool pg_store::record_webhook_attempt(const core::webhook_attempt_outcome& o) {
   if (r.affected() > 0) return true;
   // A notice that outlived its session: its state moves on, its attempts are not kept.
   return db_.run(
-                "UPDATE session_notices SET status = $1, attempt_count = attempt_count + 1, next_attempt_at = $2 "
-                "WHERE id = $3 AND status = 'pending'",
+                "UPDATE session_notices SET status = $1, attempt_count = attempt_count + 1, next_attempt_at = $2, "
+                "claimed_until = NULL WHERE id = $3 AND status = 'pending'",
                 params().add(o.status).add(o.next_attempt_at_ms).add(o.delivery_id))
              .affected() > 0;
 }
 
 bool pg_store::requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) {
-  return db_.run("UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, next_attempt_at = $1 WHERE id = $2",
-                 params().add(now_ms).add(delivery_id))
+  return db_.run(
+                "UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, next_attempt_at = $1, claimed_until = NULL "
+                "WHERE id = $2",
+                params().add(now_ms).add(delivery_id))
              .affected() > 0;
 }
 

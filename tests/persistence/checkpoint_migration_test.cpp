@@ -80,6 +80,7 @@ TEST_CASE("checkpoint migration: version 2 whole-state rows become snapshots tha
     auto store = db.open();
     store->insert_session(make_session("s1", 10));
     store->insert_session(make_session("s2", 20));
+    store->database().exec(agw::test::undo_migration_8);
     store->database().exec(agw::test::undo_migration_6);
     store->database().exec(version_2_checkpoints);
     for (std::size_t i = 0; i < versions.size(); ++i)

@@ -15,6 +15,7 @@ using agw::test::make_session;
 using agw::test::pragma_text;
 using agw::test::temp_db;
 using agw::test::undo_migration_6;
+using agw::test::undo_migration_8;
 
 // What migration 5 added, taken away again: a file from before it.
 constexpr const char* undo_migration_5 =
@@ -32,7 +33,7 @@ std::set<std::string> table_names(sqlite_store& store) {
 TEST_CASE("migrations: a new file gets the whole schema") {
   temp_db db;
   auto store = db.open();
-  CHECK(schema_version() == 7);
+  CHECK(schema_version() == 8);
   CHECK(pragma_text(*store, "user_version") == std::to_string(schema_version()));
   CHECK(table_names(*store) == std::set<std::string>{"checkpoints", "event_batches", "event_journal", "idempotency_keys",
                                                      "message_counts", "messages", "queued_messages", "session_label_index",
@@ -83,6 +84,7 @@ TEST_CASE("migrations: a version 1 file gains the event journal and keeps its da
     store->insert_session(make_session("s1", 10));
     store->append_events(agw::test::make_batch("s1", 1, 3));
     // Back to what a version 1 binary left behind.
+    store->database().exec(undo_migration_8);
     store->database().exec(undo_migration_6);
     store->database().exec(undo_migration_5);
     store->database().exec("DROP TABLE event_journal; DROP TRIGGER sessions_drop_checkpoints");
@@ -105,6 +107,7 @@ TEST_CASE("migrations: a version 2 file gets its sessions' message counts, which
     for (std::int64_t seq = 1; seq <= 3; ++seq)
       store->upsert_message(agw::test::make_message("s1", "m" + std::to_string(seq), seq));
     // Back to what a version 2 binary left behind: no counts table, no triggers.
+    store->database().exec(undo_migration_8);
     store->database().exec(undo_migration_6);
     store->database().exec(
         "DROP TRIGGER messages_counted_in; DROP TRIGGER messages_counted_out; DROP TABLE message_counts; "
@@ -131,6 +134,7 @@ TEST_CASE("migrations: a version 3 file loses the checkpoints' session index, ke
     store->insert_checkpoint({"thread-s1", "s1", 1, R"({"messages":[]})", 10});
     store->insert_checkpoint({"thread-s2", "s2", 1, R"({"messages":[]})", 20});
     // Back to what a version 3 binary left behind: the index, no triggers.
+    store->database().exec(undo_migration_8);
     store->database().exec(undo_migration_6);
     store->database().exec(
         "CREATE INDEX checkpoints_session ON checkpoints (session_id); DROP TRIGGER sessions_drop_checkpoints; "
@@ -161,6 +165,7 @@ TEST_CASE("migrations: a version 4 file gains the session attributes; activity f
     auto m = agw::test::make_message("s1", "m1", 1);
     m.created_at_ms = 500;
     store->upsert_message(m);
+    store->database().exec(undo_migration_8);
     store->database().exec(undo_migration_6);
     store->database().exec(undo_migration_5);
     store->database().exec("PRAGMA user_version = 4");
@@ -188,7 +193,8 @@ TEST_CASE("migrations: the journal loses AUTOINCREMENT and keeps its rows and it
     store->append_journal(agw::test::make_batch("s1", 1, 2));
     store->append_journal(agw::test::make_batch("s1", 3, 3));
     store->database().exec("UPDATE sqlite_sequence SET seq = 40 WHERE name = 'event_journal'");
-    store->database().exec(("PRAGMA user_version = " + std::to_string(schema_version() - 1)).c_str());
+    store->database().exec(agw::test::undo_migration_8);
+    store->database().exec(("PRAGMA user_version = " + std::to_string(schema_version() - 2)).c_str());
     newest = 40;
   }
   auto again = db.open();

@@ -48,6 +48,11 @@ inline std::string pragma_text(persistence::sqlite_store& store, const std::stri
   return st.text(0);
 }
 
+// What migration 8 added (webhook claims), taken away again: undone first wherever a
+// test goes back to an older version (ALTER TABLE ADD COLUMN is not idempotent either).
+inline constexpr const char* undo_migration_8 =
+    "ALTER TABLE webhook_deliveries DROP COLUMN claimed_until; ALTER TABLE session_notices DROP COLUMN claimed_until;";
+
 // What migration 6 added, taken away again: tests rebuild an older version from the
 // current schema (migration 6 is not idempotent: ALTER TABLE ADD COLUMN).
 inline constexpr const char* undo_migration_6 =

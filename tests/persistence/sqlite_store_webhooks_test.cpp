@@ -46,18 +46,18 @@ TEST_CASE("sqlite_store webhooks: due deliveries come earliest first, only pendi
   store->insert_webhook_delivery(delivery("b", "s", 200));
   store->insert_webhook_delivery(delivery("a", "s", 100));
   store->insert_webhook_delivery(delivery("c", "s", 300));
-  auto due = store->due_webhook_deliveries(250, 10);
+  auto due = store->claim_due_webhook_deliveries(250, 0, 10);
   REQUIRE(due.size() == 2);
   CHECK(due[0].id == "a");
   CHECK(due[1].id == "b");
   CHECK(due[0].payload == R"({"id":"a"})");
-  CHECK(store->due_webhook_deliveries(250, 1).size() == 1);
+  CHECK(store->claim_due_webhook_deliveries(250, 0, 1).size() == 1);
   CHECK(store->next_webhook_due_ms(250) == 300);
   CHECK(store->next_webhook_due_ms(0) == 100);
   CHECK_FALSE(store->next_webhook_due_ms(300));
 
   CHECK(store->record_webhook_attempt(outcome("a", 110, 200, "delivered", std::nullopt)));
-  CHECK(store->due_webhook_deliveries(250, 10).size() == 1);
+  CHECK(store->claim_due_webhook_deliveries(250, 0, 10).size() == 1);
   // A finished delivery takes no more attempts (a late duplicate recording is refused).
   CHECK_FALSE(store->record_webhook_attempt(outcome("a", 120, 200, "delivered", std::nullopt)));
   CHECK_FALSE(store->record_webhook_attempt(outcome("missing", 120, 200, "delivered", std::nullopt)));
@@ -113,6 +113,6 @@ TEST_CASE("sqlite_store webhooks: deleting the session deletes its deliveries an
   CHECK(store->record_webhook_attempt(outcome("a", 100, 500, "pending", 150)));
   CHECK(store->delete_session("s"));
   CHECK(store->list_webhook_deliveries("s").empty());
-  CHECK(store->due_webhook_deliveries(1000, 10).size() == 1);
+  CHECK(store->claim_due_webhook_deliveries(1000, 0, 10).size() == 1);
   CHECK_FALSE(store->record_webhook_attempt(outcome("a", 160, 200, "delivered", std::nullopt)));
 }

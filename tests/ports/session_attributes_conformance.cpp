@@ -168,19 +168,19 @@ TEST_CASE_TEMPLATE("webhook_outbox: a session notice outlives its session and is
   auto notice = make_delivery("n1", "s1", 100);
   store->insert_session_notice(notice);
   store->delete_session("s1");
-  auto due = store->due_webhook_deliveries(100, 10);
+  auto due = store->claim_due_webhook_deliveries(100, 0, 10);
   REQUIRE(due.size() == 1);
   CHECK(due[0].id == "n1");
   CHECK(due[0].session_id == "s1");
   CHECK(due[0].payload == notice.payload);
-  CHECK(store->due_webhook_deliveries(99, 10).empty());
+  CHECK(store->claim_due_webhook_deliveries(99, 0, 10).empty());
   CHECK(store->next_webhook_due_ms(50) == 100);
   agw::core::webhook_attempt_outcome retry{"n1", {0, 100, 503, std::nullopt, 5}, "pending", 200};
   CHECK(store->record_webhook_attempt(retry));
-  CHECK(store->due_webhook_deliveries(150, 10).empty());
+  CHECK(store->claim_due_webhook_deliveries(150, 0, 10).empty());
   CHECK(store->next_webhook_due_ms(150) == 200);
   agw::core::webhook_attempt_outcome done{"n1", {0, 200, 200, std::nullopt, 5}, "delivered", std::nullopt};
   CHECK(store->record_webhook_attempt(done));
-  CHECK(store->due_webhook_deliveries(1000, 10).empty());
+  CHECK(store->claim_due_webhook_deliveries(1000, 0, 10).empty());
   CHECK_FALSE(store->record_webhook_attempt(done));  // no longer pending
 }

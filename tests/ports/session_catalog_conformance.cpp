@@ -295,7 +295,7 @@ TEST_CASE_TEMPLATE("session_catalog: delete_session takes everything the session
   CHECK_FALSE(store->find_idempotency_key("gone", "key"));
   CHECK(store->list_webhook_deliveries("gone").empty());
   CHECK_FALSE(store->find_webhook_delivery("gone", "d-gone"));
-  CHECK(ids_of(store->due_webhook_deliveries(1000, 10)) == std::vector<std::string>{"d-kept"});
+  CHECK(ids_of(store->claim_due_webhook_deliveries(1000, 0, 10)) == std::vector<std::string>{"d-kept"});
   CHECK_FALSE(store->requeue_webhook_delivery("d-gone", 200));
 
   const auto kept = store->find_session("kept");

@@ -152,7 +152,7 @@ TEST_CASE_TEMPLATE("unit_of_work: the final checkpoint and its outbox row commit
     writer->release_savepoint();
     // Neither is visible before the commit.
     CHECK(reader->latest_checkpoint("thread-s")->version == 1);
-    CHECK(reader->due_webhook_deliveries(1000, 10).empty());
+    CHECK(reader->claim_due_webhook_deliveries(1000, 0, 10).empty());
     if (commit)
       writer->commit_batch();
     else
@@ -160,7 +160,7 @@ TEST_CASE_TEMPLATE("unit_of_work: the final checkpoint and its outbox row commit
     const std::int64_t version = commit ? 2 : 1;
     CHECK(reader->latest_checkpoint("thread-s")->version == version);
     CHECK(reader->all_messages("s").size() == (commit ? 2u : 0u));
-    CHECK(ids_of(reader->due_webhook_deliveries(1000, 10)) ==
+    CHECK(ids_of(reader->claim_due_webhook_deliveries(1000, 0, 10)) ==
           (commit ? std::vector<std::string>{"d"} : std::vector<std::string>{}));
     CHECK(reader->next_webhook_due_ms(0) == (commit ? std::optional<std::int64_t>(20) : std::nullopt));
   }

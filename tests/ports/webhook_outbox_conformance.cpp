@@ -144,11 +144,11 @@ TEST_CASE_TEMPLATE("webhook_outbox: due deliveries are pending ones, earliest fi
   for (const auto& r : rows) {
     CAPTURE(r.now);
     CAPTURE(r.limit);
-    const auto due = store->due_webhook_deliveries(r.now, r.limit);
+    const auto due = store->claim_due_webhook_deliveries(r.now, 0, r.limit);
     CHECK(ids_of(due) == r.expected);
     for (const auto& d : due) CHECK(d.attempts.empty());  // without attempts
   }
-  const auto due = store->due_webhook_deliveries(1000, 1);
+  const auto due = store->claim_due_webhook_deliveries(1000, 0, 1);
   REQUIRE(due.size() == 1);
   CHECK(due[0].payload == R"({"id":"b"})");
   CHECK(due[0].url == "http://127.0.0.1:9/b");
@@ -216,7 +216,7 @@ TEST_CASE_TEMPLATE("webhook_outbox: record_webhook_attempt moves status and sche
   CHECK_FALSE(store->record_webhook_attempt(make_outcome("b", 110, 200, "delivered", std::nullopt)));
   CHECK(store->find_webhook_delivery("s", "b")->status == "failed");
   CHECK_FALSE(store->record_webhook_attempt(make_outcome("missing", 120, 200, "delivered", std::nullopt)));
-  CHECK(store->due_webhook_deliveries(10'000, 10).empty());
+  CHECK(store->claim_due_webhook_deliveries(10'000, 0, 10).empty());
 }
 
 TEST_CASE_TEMPLATE("webhook_outbox: requeue starts a fresh round; attempt numbers go on", impl, AGW_STORE_IMPLS) {
@@ -235,7 +235,7 @@ TEST_CASE_TEMPLATE("webhook_outbox: requeue starts a fresh round; attempt number
   CHECK(again->round_attempts == 0);
   CHECK(again->next_attempt_at_ms == 400);
   CHECK(again->webhook_id == "msg_a");  // the same message to the receiver
-  CHECK(ids_of(store->due_webhook_deliveries(400, 10)) == std::vector<std::string>{"a"});
+  CHECK(ids_of(store->claim_due_webhook_deliveries(400, 0, 10)) == std::vector<std::string>{"a"});
   CHECK(store->next_webhook_due_ms(0) == 400);
 
   CHECK(store->record_webhook_attempt(make_outcome("a", 400, 204, "delivered", std::nullopt)));
@@ -261,7 +261,7 @@ TEST_CASE_TEMPLATE("webhook_outbox: a deleted session's deliveries are gone and 
   CHECK(store->delete_session("s"));
   CHECK(store->list_webhook_deliveries("s").empty());
   CHECK_FALSE(store->find_webhook_delivery("s", "a"));
-  CHECK(ids_of(store->due_webhook_deliveries(1000, 10)) == std::vector<std::string>{"b"});
+  CHECK(ids_of(store->claim_due_webhook_deliveries(1000, 0, 10)) == std::vector<std::string>{"b"});
   CHECK(store->next_webhook_due_ms(120) == std::nullopt);  // a's schedule went with it
   CHECK_FALSE(store->record_webhook_attempt(make_outcome("a", 160, 200, "delivered", std::nullopt)));
   CHECK_FALSE(store->requeue_webhook_delivery("a", 200));
@@ -269,4 +269,98 @@ TEST_CASE_TEMPLATE("webhook_outbox: a deleted session's deliveries are gone and 
   store->insert_session(make_session("s", 3));
   CHECK_NOTHROW(store->insert_webhook_delivery(make_delivery("a", "s", 100)));
   CHECK(store->list_webhook_deliveries("s").at(0).attempts.empty());
+}
+
+// --- claims (docs/scale-out.md, "Webhooks"): each attempt made by one node ---
+
+TEST_CASE_TEMPLATE("webhook_outbox: a claimed delivery is not handed out again before its claim ends; after, it is", impl,
+                   AGW_STORE_IMPLS) {
+  impl store_impl;
+  auto store = store_impl.open();
+  auto other = store_impl.open();  // another connection (another node, on PostgreSQL)
+  store->insert_session(make_session("s", 1));
+  store->insert_webhook_delivery(make_delivery("a", "s", 100));
+  store->insert_webhook_delivery(make_delivery("b", "s", 200));
+  store->insert_session_notice(make_delivery("n", "gone", 150));  // a notice is claimed like a delivery
+
+  CHECK(ids_of(store->claim_due_webhook_deliveries(300, 1300, 10)) == std::vector<std::string>{"a", "n", "b"});
+  // Claimed until 1300: neither this connection nor another gets them before that.
+  CHECK(store->claim_due_webhook_deliveries(300, 1300, 10).empty());
+  CHECK(other->claim_due_webhook_deliveries(1299, 2299, 10).empty());
+  // Nothing falls due before the claims end: a node waits for that, it does not spin.
+  CHECK(other->next_webhook_due_ms(300) == 1300);
+  CHECK(other->next_webhook_due_ms(1300) == std::nullopt);
+  // At the claim's end (the node that took them died): handed out again, earliest first.
+  CHECK(ids_of(other->claim_due_webhook_deliveries(1300, 2300, 1)) == std::vector<std::string>{"a"});
+  CHECK(ids_of(store->claim_due_webhook_deliveries(1300, 2400, 10)) == std::vector<std::string>{"n", "b"});
+  CHECK(store->claim_due_webhook_deliveries(2299, 3000, 10).empty());
+  CHECK(ids_of(store->claim_due_webhook_deliveries(2300, 3300, 10)) == std::vector<std::string>{"a"});
+  CHECK(store->next_webhook_due_ms(2300) == 2400);
+  // A claim does not change what the delivery is.
+  const auto a = store->find_webhook_delivery("s", "a");
+  REQUIRE(a);
+  CHECK(a->status == "pending");
+  CHECK(a->round_attempts == 0);
+  CHECK(a->next_attempt_at_ms == 100);
+}
+
+TEST_CASE_TEMPLATE("webhook_outbox: recording an attempt releases the claim; a requeue or a start-up release does too", impl,
+                   AGW_STORE_IMPLS) {
+  impl store_impl;
+  auto store = store_impl.open();
+  auto other = store_impl.open();
+  store->insert_session(make_session("s", 1));
+  store->insert_webhook_delivery(make_delivery("a", "s", 100));
+  store->insert_webhook_delivery(make_delivery("b", "s", 100));
+  store->insert_session_notice(make_delivery("n", "gone", 100));
+  REQUIRE(store->claim_due_webhook_deliveries(100, 50'000, 10).size() == 3);
+  CHECK(other->next_webhook_due_ms(100) == 50'000);
+
+  // A failed attempt: due again at its retry, whichever node looks (the claim is gone).
+  CHECK(store->record_webhook_attempt(make_outcome("a", 110, 500, "pending", 160)));
+  CHECK(store->record_webhook_attempt(make_outcome("n", 110, 500, "pending", 170)));
+  CHECK(other->next_webhook_due_ms(100) == 160);
+  CHECK(other->claim_due_webhook_deliveries(159, 60'000, 10).empty());
+  CHECK(ids_of(other->claim_due_webhook_deliveries(170, 60'000, 10)) == std::vector<std::string>{"a", "n"});
+  // A delivered one is not pending: no claim, nothing due.
+  CHECK(other->record_webhook_attempt(make_outcome("a", 180, 200, "delivered", std::nullopt)));
+  CHECK(store->find_webhook_delivery("s", "a")->attempts.empty());
+  CHECK(store->list_webhook_deliveries("s").at(0).attempts.size() == 2);
+  // A redelivery on request is due at once, unclaimed.
+  CHECK(store->requeue_webhook_delivery("a", 200));
+  CHECK(ids_of(store->claim_due_webhook_deliveries(200, 70'000, 10)) == std::vector<std::string>{"a"});
+  // b and n are still claimed (by two connections); the start-up release frees every claim.
+  CHECK(store->claim_due_webhook_deliveries(300, 80'000, 10).empty());
+  store->release_webhook_claims();
+  CHECK(ids_of(other->claim_due_webhook_deliveries(300, 80'000, 10)) == std::vector<std::string>{"b", "n", "a"});
+}
+
+TEST_CASE_TEMPLATE("webhook_outbox: while a session's earlier event batch is claimed, its later ones wait", impl,
+                   AGW_STORE_IMPLS) {
+  impl store_impl;
+  auto store = store_impl.open();
+  store->insert_session(make_session("s", 1));
+  auto first = make_delivery("e1", "s", 100);
+  first.event_first_id = 1;
+  auto second = make_delivery("e2", "s", 100);
+  second.event_first_id = 5;
+  store->insert_webhook_delivery(first);
+  store->insert_webhook_delivery(second);
+  CHECK(ids_of(store->claim_due_webhook_deliveries(100, 1000, 10)) == std::vector<std::string>{"e1"});
+  // e1 is in flight (claimed): e2 must not overtake it on another node.
+  CHECK(store->claim_due_webhook_deliveries(200, 1200, 10).empty());
+  CHECK(store->record_webhook_attempt(make_outcome("e1", 210, 204, "delivered", std::nullopt)));
+  CHECK(ids_of(store->claim_due_webhook_deliveries(220, 1220, 10)) == std::vector<std::string>{"e2"});
+}
+
+TEST_CASE_TEMPLATE("sweep_lock: try_lead answers inside a write batch", impl, AGW_STORE_IMPLS) {
+  impl store_impl;
+  auto store = store_impl.open();
+  store->begin_batch();
+  CHECK(store->try_lead("session-ttl-sweep"));
+  CHECK(store->try_lead("session-ttl-sweep"));  // the holder asking again
+  store->commit_batch();
+  store->begin_batch();
+  CHECK(store->try_lead("session-ttl-sweep"));  // released with the commit
+  store->rollback_batch();
 }

@@ -64,6 +64,7 @@ struct fake_data {
   std::map<std::tuple<std::string, std::string, std::string>, std::string> state;  // (scope, owner, key) -> JSON
   std::map<std::string, std::int64_t, std::less<>> event_webhook_cursors;          // by session id
   std::vector<core::webhook_delivery_record> notices;                              // deliveries that outlive their session
+  std::map<std::string, std::int64_t, std::less<>> webhook_claims;                 // claimed_until by delivery (or notice) id
 };
 
 class fake_connection;
@@ -592,11 +593,17 @@ class fake_connection final : public core::store_connection {
       return std::nullopt;
     });
   }
-  std::vector<core::webhook_delivery_record> due_webhook_deliveries(std::int64_t now_ms, std::size_t limit) override {
-    return read("due_webhook_deliveries", [&](fake_data& d) {
+  std::vector<core::webhook_delivery_record> claim_due_webhook_deliveries(std::int64_t now_ms, std::int64_t claim_until_ms,
+                                                                          std::size_t limit) override {
+    return write("claim_due_webhook_deliveries", [&](fake_data& d) {
+      // Like the stores: a live claim (claimed_until > now) keeps a delivery from being handed out.
+      auto free = [&](const core::webhook_delivery_record& r) {
+        auto c = d.webhook_claims.find(r.id);
+        return c == d.webhook_claims.end() || c->second <= now_ms;
+      };
       std::vector<core::webhook_delivery_record> out;  // earliest due first, ties in insertion order
       for (const auto& r : d.deliveries)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) {
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms && free(r)) {
           // Like sqlite_store: an event batch waits for the session's earlier pending batches.
           bool waits = false;
           for (const auto& e : d.deliveries)
@@ -605,10 +612,11 @@ class fake_connection final : public core::store_connection {
           if (!waits) out.push_back(without_attempts(r));
         }
       for (const auto& r : d.notices)
-        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms) out.push_back(r);
+        if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms <= now_ms && free(r)) out.push_back(r);
       std::stable_sort(out.begin(), out.end(),
                        [](const auto& a, const auto& b) { return *a.next_attempt_at_ms < *b.next_attempt_at_ms; });
       if (out.size() > limit) out.resize(limit);
+      for (const auto& r : out) d.webhook_claims[r.id] = claim_until_ms;
       return out;
     });
   }
@@ -616,12 +624,21 @@ class fake_connection final : public core::store_connection {
     return read("next_webhook_due_ms", [&](fake_data& d) -> std::optional<std::int64_t> {
       std::optional<std::int64_t> next;
       for (const auto* rows : {&d.deliveries, &d.notices})
-        for (const auto& r : *rows)
-          if (r.status == "pending" && r.next_attempt_at_ms && *r.next_attempt_at_ms > after_ms &&
-              (!next || *r.next_attempt_at_ms < *next))
-            next = r.next_attempt_at_ms;
+        for (const auto& r : *rows) {
+          if (r.status != "pending" || !r.next_attempt_at_ms) continue;
+          // Due at its schedule, or when a claim on it ends.
+          auto due = *r.next_attempt_at_ms;
+          if (auto c = d.webhook_claims.find(r.id); c != d.webhook_claims.end()) due = std::max(due, c->second);
+          if (due > after_ms && (!next || due < *next)) next = due;
+        }
       return next;
     });
+  }
+  void release_webhook_claims() override {
+    write("release_webhook_claims", [&](fake_data& d) { d.webhook_claims.clear(); });
+  }
+  bool try_lead(std::string_view) override {
+    return read("try_lead", [](fake_data&) { return true; });  // one process: always the leader
   }
   bool record_webhook_attempt(const core::webhook_attempt_outcome& o) override {
     return write("record_webhook_attempt", [&](fake_data& d) {
@@ -634,6 +651,7 @@ class fake_connection final : public core::store_connection {
         auto attempt = o.attempt;
         attempt.attempt = static_cast<std::int64_t>(r.attempts.size()) + 1;
         r.attempts.push_back(attempt);
+        d.webhook_claims.erase(r.id);
         return true;
       }
       for (auto& r : d.notices) {  // like sqlite_store: state moves on, attempts are not kept
@@ -642,6 +660,7 @@ class fake_connection final : public core::store_connection {
         r.status = o.status;
         r.next_attempt_at_ms = o.next_attempt_at_ms;
         ++r.round_attempts;
+        d.webhook_claims.erase(r.id);
         return true;
       }
       return false;
@@ -654,6 +673,7 @@ class fake_connection final : public core::store_connection {
         r.status = "pending";  // like SQLite: whatever its status (a redelivery on request)
         r.round_attempts = 0;
         r.next_attempt_at_ms = now_ms;
+        d.webhook_claims.erase(r.id);
         return true;
       }
       return false;

@@ -233,12 +233,24 @@ std::vector<std::string> webhook_receiver::problems() const {
   return problems_;
 }
 
-receiver_reply webhook_receiver::next_reply() {
+receiver_reply webhook_receiver::next_reply(const received_request& req) {
+  answer_fn answer;
+  {
+    std::lock_guard lock(mutex_);
+    if (!script_.empty()) {
+      auto r = std::move(script_.front());
+      script_.pop_front();
+      return r;
+    }
+    if (!answer_) return fallback_;
+    answer = answer_;
+  }
+  return answer(req);  // outside the lock: it may take its time
+}
+
+void webhook_receiver::set_answer(answer_fn answer) {
   std::lock_guard lock(mutex_);
-  if (script_.empty()) return fallback_;
-  auto r = std::move(script_.front());
-  script_.pop_front();
-  return r;
+  answer_ = std::move(answer);
 }
 
 void webhook_receiver::record(received_request r) {
@@ -347,7 +359,7 @@ void webhook_receiver::serve(int fd) {
   req.arrived = clock_type::now();
   req.arrived_wall = std::chrono::system_clock::now();
 
-  const auto reply = next_reply();
+  const auto reply = next_reply(req);
   record(std::move(req));
 
   if (reply.hang) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -70,6 +71,10 @@ class webhook_receiver {
   // Appends answers for the next requests, in order.
   void script(std::vector<receiver_reply> replies);
   void set_fallback(receiver_reply fallback);
+  // Answers every request the script does not by calling `answer` (on the request's own
+  // connection thread, before the request is recorded; it may sleep to hold the answer).
+  using answer_fn = std::function<receiver_reply(const received_request&)>;
+  void set_answer(answer_fn answer);
 
   std::size_t count() const;
   std::vector<received_request> requests() const;
@@ -88,7 +93,7 @@ class webhook_receiver {
  private:
   void accept_loop();
   void serve(int fd);
-  receiver_reply next_reply();
+  receiver_reply next_reply(const received_request& req);
   void record(received_request r);
 
   int listen_fd_ = -1;
@@ -103,6 +108,7 @@ class webhook_receiver {
   mutable std::condition_variable arrived_;
   std::deque<receiver_reply> script_;
   receiver_reply fallback_;
+  answer_fn answer_;
   std::vector<received_request> requests_;
   std::vector<std::string> problems_;
   std::vector<std::string> server_names_;

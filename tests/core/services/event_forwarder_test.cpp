@@ -61,7 +61,7 @@ TEST_CASE("event forwarder: every committed event once, in batches, with the cur
   CHECK(fx.await(fx.deliveries.list(quiet)).empty());
 
   // In order: only the earliest pending batch of the session is due.
-  auto due = fx.await(fx.deliveries.due(fx.clock.wall_ms() + 1000, 10));
+  auto due = fx.await(fx.deliveries.claim_due(fx.clock.wall_ms() + 1000, 10, 0));
   REQUIRE(due.size() == 1);
   CHECK(due[0].event_first_id == 1);
 

@@ -77,7 +77,7 @@ TEST_CASE("webhook_service: list, due, next due and recording an attempt") {
     d.deliveries.push_back(delivery(s.session.id, "b", "pending"));  // due in a minute
   });
   CHECK(f.await(f.deliveries.list(s.session.id)).size() == 2);
-  auto due = f.await(f.deliveries.due(now, 10));
+  auto due = f.await(f.deliveries.claim_due(now, 10, 0));
   REQUIRE(due.size() == 1);
   CHECK(due[0].id == "a");
   auto next = f.await(f.deliveries.next_due_ms(now));
@@ -101,7 +101,7 @@ TEST_CASE("webhook_service: on a manual clock, a redelivery is due at once and a
   auto requeued = f.await(f.deliveries.redeliver(s.session.id, "d4"));
   REQUIRE(requeued.next_attempt_at_ms);
   CHECK(*requeued.next_attempt_at_ms == clock.wall_ms());
-  CHECK(f.await(f.deliveries.due(clock.wall_ms(), 10)).size() == 1);
+  CHECK(f.await(f.deliveries.claim_due(clock.wall_ms(), 10, 0)).size() == 1);
 
   // The first attempt fails with a 503: the schedule's first delay (±20 %) decides the next attempt.
   std::mt19937_64 rng(7);
@@ -118,12 +118,12 @@ TEST_CASE("webhook_service: on a manual clock, a redelivery is due at once and a
   CHECK(f.await(f.deliveries.record_attempt(outcome)));
 
   // Not due until the clock reaches it; then due, and nothing is due later.
-  CHECK(f.await(f.deliveries.due(clock.wall_ms(), 10)).empty());
+  CHECK(f.await(f.deliveries.claim_due(clock.wall_ms(), 10, 0)).empty());
   CHECK(f.await(f.deliveries.next_due_ms(clock.wall_ms())) == decision.next_attempt_at_ms);
   clock.advance(std::chrono::milliseconds(delay - 1));
-  CHECK(f.await(f.deliveries.due(clock.wall_ms(), 10)).empty());
+  CHECK(f.await(f.deliveries.claim_due(clock.wall_ms(), 10, 0)).empty());
   clock.advance(std::chrono::milliseconds(1));
-  auto due = f.await(f.deliveries.due(clock.wall_ms(), 10));
+  auto due = f.await(f.deliveries.claim_due(clock.wall_ms(), 10, 0));
   REQUIRE(due.size() == 1);
   CHECK(due[0].id == "d4");
 }
