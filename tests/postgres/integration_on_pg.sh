@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs integration suites (tests/integration) against the real binary on the
 # PostgreSQL store: each test case gets a database of its own on the server
-# scripts/pg_temp.sh started (AGW_TEST_PG_URL), and the binary the fixture starts
-# reads GATEWAY_STORE / GATEWAY_PG_URL from the environment it inherits.
+# scripts/pg_temp.sh started (AGW_TEST_PG_URL). The fixtures start the binary with
+# a clean GATEWAY_* environment; AGW_TEST_GATEWAY_STORE / AGW_TEST_GATEWAY_PG_URL are
+# what they hand it as GATEWAY_STORE / GATEWAY_PG_URL (tests/support/gateway_process.cpp).
+# GATEWAY_PG_URL is set for the test process itself (tests that start several nodes).
 #
 #   integration_on_pg.sh TESTS_INTEGRATION_BINARY SUITE_FILE...   (e.g. sessions_test.cpp)
 set -euo pipefail
@@ -20,7 +22,7 @@ for suite in "$@"; do
     psql -q -X "$AGW_TEST_PG_URL" -c "CREATE DATABASE $db" >/dev/null
     # doctest filters are globs: escape what would be read as one.
     filter="$(printf '%s' "$tc" | sed -e 's/[][*?,\\]/\\&/g')"
-    if GATEWAY_STORE=postgres GATEWAY_PG_URL="$base/$db" "$binary" --test-case="$filter" --no-version --minimal; then
+    if AGW_TEST_GATEWAY_STORE=postgres AGW_TEST_GATEWAY_PG_URL="$base/$db" GATEWAY_PG_URL="$base/$db" "$binary" --test-case="$filter" --no-version --minimal; then
       echo "ok   [$suite] $tc"
     else
       echo "FAIL [$suite] $tc"

@@ -26,8 +26,14 @@ std::vector<std::string> environment_with(const gateway_process::env_map& extra)
     std::string kv(*e);
     auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
-    // A developer's own GATEWAY_* settings must not leak into hermetic tests.
+    // A developer's own GATEWAY_* settings must not leak into hermetic tests. A runner
+    // that means one for every gateway a test starts names it AGW_TEST_GATEWAY_*
+    // (tests/postgres/integration_on_pg.sh: GATEWAY_STORE, GATEWAY_PG_URL).
     if (kv.starts_with("GATEWAY_")) continue;
+    if (kv.starts_with("AGW_TEST_GATEWAY_")) {
+      env[kv.substr(9, eq - 9)] = kv.substr(eq + 1);
+      continue;
+    }
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : extra) env[k] = v;

@@ -534,9 +534,20 @@ inline bool eventually(const std::function<bool()>& probe, std::chrono::millisec
   }
 }
 
-inline bool sqlite3_available() { return std::system("command -v sqlite3 >/dev/null 2>&1") == 0; }
+inline bool sqlite3_available() {
+  return std::system(std::getenv("AGW_TEST_GATEWAY_PG_URL") ? "command -v psql >/dev/null 2>&1"
+                                                            : "command -v sqlite3 >/dev/null 2>&1") == 0;
+}
 
-// Runs `sql` with the sqlite3 CLI on `db` (waiting up to 5 s for locks); returns {exit status, stdout}.
+// The PostgreSQL database the gateways of this test run on, when a runner put them on
+// one (tests/postgres/integration_on_pg.sh); empty on SQLite.
+inline std::string test_pg_url() {
+  const char* url = std::getenv("AGW_TEST_GATEWAY_PG_URL");
+  return url ? url : "";
+}
+
+// Runs `sql` with the sqlite3 CLI on `db` (waiting up to 5 s for locks), or with psql on
+// the test's PostgreSQL database when there is one; returns {exit status, stdout}.
 inline std::pair<int, std::string> sqlite3_exec(const std::string& db, const std::string& sql) {
   // The SQL goes through a file: no shell quoting of its text.
   temp_dir dir;
@@ -548,7 +559,10 @@ inline std::pair<int, std::string> sqlite3_exec(const std::string& db, const std
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
   }
-  const std::string cmd = "sqlite3 -batch '" + db + "' < '" + script + "' 2>&1";
+  // On PostgreSQL (integration_pg) the same SQL goes to the test's database with psql.
+  const std::string pg = test_pg_url();
+  const std::string cmd = pg.empty() ? "sqlite3 -batch '" + db + "' < '" + script + "' 2>&1"
+                                     : "sed 1d '" + script + "' | psql -tAqX -v ON_ERROR_STOP=1 '" + pg + "' 2>&1";
   std::string out;
   std::FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, ""};
