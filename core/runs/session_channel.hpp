@@ -41,6 +41,7 @@
 #include "core/runs/subscriber_cursors.hpp"
 #include "core/session.hpp"
 #include "core/storage/event_log_writer.hpp"
+#include "core/storage/live_fanout.hpp"
 #include "core/store_executor.hpp"
 
 namespace agw::core {
@@ -52,6 +53,9 @@ struct channel_services {
   store_executor& store;  // log reads for replays
   event_log_writer& log;  // event batches are made durable through it
   metrics& stats;
+  // The other nodes, told of each committed batch (core/storage/live_fanout.hpp); null
+  // on a single node, where a batch costs nothing more.
+  live_fanout* fanout = nullptr;
 };
 
 class session_channel : public std::enable_shared_from_this<session_channel>,
@@ -170,6 +174,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   store_executor& store_;
   event_log_writer& log_;
   metrics& stats_;
+  live_fanout* fanout_;
   options opts_;
 
   std::int64_t next_id_;
