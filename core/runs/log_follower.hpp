@@ -25,7 +25,7 @@ namespace agw::core {
 class log_follower : public std::enable_shared_from_this<log_follower> {
  public:
   struct options {
-    std::chrono::milliseconds fast{150};  // while the fan-out is not live
+    std::chrono::milliseconds fast{150};   // while the fan-out is not live
     std::chrono::milliseconds slow{1000};  // while it is (a lost message's bound)
     std::size_t page = 256;                // events read per channel per tick
   };

@@ -117,6 +117,20 @@ bool session_channel::follow_log(std::int64_t last_id, std::vector<frame_ptr> fr
   return true;
 }
 
+net::awaitable<void> session_channel::follow_log_end() {
+  auto read = [session = session_id_](store_connection& c) {
+    auto s = c.find_session(session);
+    return s ? s->last_event_id : std::int64_t{0};
+  };
+  std::int64_t last = 0;
+  try {
+    last = co_await store_.async_read(std::move(read), net::use_awaitable);
+  } catch (const std::exception&) {
+    co_return;  // the caller decides as if nothing were newer
+  }
+  follow_log(last);
+}
+
 net::awaitable<void> session_channel::wait_committed() {
   auto waiting = pipeline_.wait_committed(last_assigned_id());
   co_await std::move(waiting);

@@ -119,6 +119,10 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   // session's writer; a writer whose lease was taken is stopped by fencing instead) or
   // when `last_id` is not past what it holds. Returns whether the channel moved.
   bool follow_log(std::int64_t last_id, std::vector<frame_ptr> frames = {});
+  // follow_log up to the log's end as the store says now: a client resuming here with
+  // an id it saw on another node, before this node heard of it. One store read; a store
+  // error leaves the channel as it was. Runs on the strand (co_spawn it there).
+  boost::asio::awaitable<void> follow_log_end();
 
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);

@@ -26,7 +26,8 @@ struct heard {
 
 class recording_receiver final : public agw::core::live_fanout_receiver {
  public:
-  void committed_elsewhere(const std::string& session_id, std::int64_t last_id, std::vector<agw::core::frame_ptr> frames) override {
+  void committed_elsewhere(const std::string& session_id, std::int64_t last_id,
+                           std::vector<agw::core::frame_ptr> frames) override {
     std::lock_guard lock(mutex_);
     heard_.push_back({session_id, last_id, std::move(frames)});
   }

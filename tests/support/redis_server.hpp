@@ -29,7 +29,8 @@ inline std::uint16_t free_loopback_port() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = 0;
   socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     ::close(fd);
     throw std::runtime_error("no free loopback port");
   }
@@ -83,8 +84,9 @@ class redis_server {
     }
     const std::string port = std::to_string(port_);
     const std::string log = (dir_ / "redis.log").string();
-    std::vector<std::string> args{"redis-server", "--bind", "127.0.0.1", "--port", port,   "--dir", dir_.string(),
-                                  "--save",       "",       "--appendonly", "no", "--daemonize", "no", "--logfile", log};
+    std::vector<std::string> args{"redis-server", "--bind",      "127.0.0.1", "--port",    port,
+                                  "--dir",        dir_.string(), "--save",    "",          "--appendonly",
+                                  "no",           "--daemonize", "no",        "--logfile", log};
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {

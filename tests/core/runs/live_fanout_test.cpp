@@ -74,7 +74,8 @@ int log_reads_of(const agw::test::fake_db& db) {
 }
 
 struct node {
-  node(net::io_context& io, agw::core::store_executor& store, agw::test::fake_event_writer& writer) : hub(io.get_executor(), store, writer, stats, config, runner) {
+  node(net::io_context& io, agw::core::store_executor& store, agw::test::fake_event_writer& writer)
+      : hub(io.get_executor(), store, writer, stats, config, runner) {
     hub.use_fanout(fanout);
   }
   agw::core::metrics stats;
