@@ -5,10 +5,13 @@
 // names the server in AGW_TEST_PG_URL; elsewhere the cases say so and pass.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/gateway_process.hpp"
@@ -220,4 +223,54 @@ TEST_CASE("cluster: 200 reconnect cycles spread over three nodes receive every e
   REQUIRE(all.size() == raws.size());
   for (std::size_t i = 0; i < all.size(); ++i)
     if (all[i].raw != raws[i]) FAIL("event " << i + 1 << " differs from the log");
+}
+
+// The benchmark hook of issue 15: how much later a follower on another node gets each
+// event than a follower on the node that writes it (commit -> owner's subscriber vs
+// commit -> Redis -> other node's subscriber). Prints p50/p99; checks only that every
+// event arrived on both.
+TEST_CASE("cluster: cross-node delivery latency (owner's follower vs another node's), p50/p99") {
+  cluster_db db;
+  if (!db.available()) {
+    MESSAGE("AGW_TEST_PG_URL not set: run under scripts/pg_temp.sh (ctest integration_cluster)");
+    return;
+  }
+  cluster c(db);
+  const std::string sid = runs::create_mock_session(c.port(0), R"({"tokens":1000,"tokens_per_second":250})");
+  auto on_owner = open_events(c.port(0), sid, 0);
+  auto on_other = open_events(c.port(1), sid, 0);
+  REQUIRE(on_owner->head.status == 200);
+  REQUIRE(on_other->head.status == 200);
+  // Arrival time of each id, stamped as the frames are parsed (one thread per stream).
+  auto stamp = [](sse_reader& r, std::map<std::int64_t, clock_type::time_point>& at, bool& ok) {
+    std::size_t seen = 0;
+    ok = r.read_until(
+        [&](const sse_parser& p) {
+          const auto now = clock_type::now();
+          for (; seen < p.frames.size(); ++seen)
+            if (p.frames[seen].id) at.emplace(*p.frames[seen].id, now);
+          return p.has_done();
+        },
+        30s);
+  };
+  std::map<std::int64_t, clock_type::time_point> at_owner;
+  std::map<std::int64_t, clock_type::time_point> at_other;
+  bool owner_ok = false;
+  bool other_ok = false;
+  std::thread t1([&] { stamp(*on_owner, at_owner, owner_ok); });
+  std::thread t2([&] { stamp(*on_other, at_other, other_ok); });
+  auto starter = runs::start_message(c.port(0), sid, "go");
+  REQUIRE(starter->head.status == 200);
+  starter->disconnect();
+  t1.join();
+  t2.join();
+  REQUIRE(owner_ok);
+  REQUIRE(other_ok);
+  REQUIRE(at_owner.size() == at_other.size());
+  std::vector<double> lag_ms;
+  for (const auto& [id, t] : at_owner) lag_ms.push_back(std::chrono::duration<double, std::milli>(at_other.at(id) - t).count());
+  std::sort(lag_ms.begin(), lag_ms.end());
+  auto pct = [&](double q) { return lag_ms[std::min(lag_ms.size() - 1, static_cast<std::size_t>(q * lag_ms.size()))]; };
+  MESSAGE("cross-node delivery, " << lag_ms.size() << " events at 250/s: other node later than the owner's follower by p50 "
+                                  << pct(0.5) << " ms, p99 " << pct(0.99) << " ms, max " << lag_ms.back() << " ms");
 }
