@@ -50,4 +50,15 @@ class live_fanout {
   virtual bool live() const = 0;
 };
 
+// A single node: nothing to tell, nothing to hear. For code that takes a live_fanout&
+// (a survivor's sweep announcing a closed run, say); the channels themselves hold no
+// fan-out at all on a single node (channel_services::fanout is null).
+class null_live_fanout final : public live_fanout {
+ public:
+  void publish(std::string_view, std::int64_t, std::span<const frame_ptr>) override {}
+  void start(live_fanout_receiver&, metrics&) override {}
+  void stop() override {}
+  bool live() const override { return false; }
+};
+
 }  // namespace agw::core

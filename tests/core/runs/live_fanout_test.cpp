@@ -256,3 +256,23 @@ TEST_CASE("live fan-out: a client resuming on a node that has not taken on the e
   CHECK(rec->ids == range(5, 8));
   CHECK(rec2->ids == range(7, 8));
 }
+
+TEST_CASE("live fan-out: a single node's channels hold none, and the null fan-out does nothing") {
+  agw::core::null_live_fanout none;
+  none.publish(sid, 3, {});
+  CHECK_FALSE(none.live());
+  agw::test::fake_db db;
+  net::io_context io;
+  agw::core::metrics stats;
+  agw::core::store_executor store{db.factory(), {.readers = 1}};
+  agw::test::fake_event_writer writer{store};
+  agw::core::channel_services services{store, writer, stats};
+  CHECK(services.fanout == nullptr);
+  auto c =
+      std::make_shared<agw::core::session_channel>(io.get_executor(), sid, 0, services, agw::core::session_channel::options{});
+  net::post(c->strand(), [c] { c->publish("run-1", event_type::token, boost::json::object{{"content", "x"}}); });
+  io.run();
+  CHECK(c->last_committed_id() == 1);
+  c.reset();
+  store.stop();
+}
