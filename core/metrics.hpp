@@ -48,6 +48,13 @@ struct metrics {
   std::atomic<std::uint64_t> events_published{0};
   std::atomic<std::uint64_t> event_batches_committed{0};
   std::atomic<std::uint64_t> events_followed{0};  // committed by another node, taken on here (session_channel::follow_log)
+  // The cross-node fan-out (core/storage/live_fanout.hpp; zero on a single node).
+  std::atomic<std::uint64_t> fanout_published{0};   // batches handed to the other nodes
+  std::atomic<std::uint64_t> fanout_received{0};    // other nodes' batches heard
+  std::atomic<std::uint64_t> fanout_dropped{0};     // not sent (queue full, or no connection): followers read the log
+  std::atomic<std::int64_t> fanout_connected{0};    // 1 while the subscriber connection is up
+  std::atomic<std::uint64_t> fanout_reconnects{0};  // connections made again after a loss
+  std::atomic<std::uint64_t> fanout_log_polls{0};   // follower reads of the log (log_follower)
   std::atomic<std::int64_t> sse_streams_open{0};
   std::atomic<std::uint64_t> sse_frames_written{0};
   std::atomic<std::uint64_t> sse_slow_subscribers_dropped{0};  // stalled writes cut

@@ -20,12 +20,13 @@
 #include "core/runs/session_channel.hpp"
 #include "core/settings.hpp"
 #include "core/storage/event_log_writer.hpp"
+#include "core/storage/live_fanout.hpp"
 #include "core/store_executor.hpp"
 #include "core/tools/tool_runner.hpp"
 
 namespace agw::core {
 
-class session_hub {
+class session_hub : public live_fanout_receiver {
  public:
   using placement = std::function<io_executor()>;
   session_hub(placement place, store_executor& store, event_log_writer& log, metrics& stats, const settings& config,
@@ -50,6 +51,14 @@ class session_hub {
   void close_idle_streams();
   // Every channel made since start-up and not deleted (a snapshot).
   std::vector<std::shared_ptr<session_channel>> all_channels() const;
+
+  // A cluster: channels made from now on tell `fanout` of each committed batch (call
+  // before the first channel is made).
+  void use_fanout(live_fanout& fanout) { services_.fanout = &fanout; }
+  // live_fanout_receiver: another node's commit, handed to this process's channel of the
+  // session on its strand (session_channel::follow_log); nothing when there is none (a
+  // channel made later starts from the log's last id).
+  void committed_elsewhere(const std::string& session_id, std::int64_t last_id, std::vector<frame_ptr> frames) override;
 
   // The agent config.provider names (see provider_registry::make_agent).
   std::shared_ptr<agent> agent_for(const session_record& session);

@@ -26,6 +26,7 @@ struct settings {
   std::string db_path = default_db_path;
   store_kind store = store_kind::sqlite;
   std::string pg_url;       // libpq connection URL of the postgres store
+  std::string redis_url;    // redis://host[:port] of the cross-node fan-out (docs/scale-out.md); empty: none
   unsigned io_threads = 0;  // 0: one per core
   std::string log_level = "info";
   log_format log_format_kind = log_format::text;

@@ -1,5 +1,6 @@
 #include "core/settings_parser.hpp"
 
+#include <boost/url/parse.hpp>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -209,6 +210,19 @@ const std::vector<option>& options() {
                  }});
     t.push_back(
         string_option("pg-url", "PostgreSQL URL of the postgres store, e.g. postgresql://user@host:5432/db", &settings::pg_url));
+    t.push_back({"redis-url", "Redis of the cluster's live fan-out, redis://host[:port] (default none: a single node)",
+                 [](settings& s, std::string_view v) -> std::string {
+                   auto url = boost::urls::parse_uri(v);
+                   if (v.empty()) {
+                     s.redis_url.clear();
+                     return "";
+                   }
+                   if (!url || url->scheme() != "redis" || url->host().empty() || url->has_userinfo() ||
+                       (url->has_port() && (url->port_number() == 0)))
+                     return "must be redis://host[:port]";
+                   s.redis_url = std::string(v);
+                   return "";
+                 }});
     t.push_back(
         integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
     t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)",
@@ -441,6 +455,8 @@ parse_result parse_command_line(const std::vector<std::string>& args, const env_
     return {std::nullopt, "rebuild needs exactly one of --session ID or --all"};
   if (out.config.store == store_kind::postgres && out.config.pg_url.empty())
     return {std::nullopt, "--store=postgres needs --pg-url (GATEWAY_PG_URL)"};
+  if (!out.config.redis_url.empty() && out.config.store != store_kind::postgres)
+    return {std::nullopt, "--redis-url needs --store=postgres (the fan-out is between the nodes of one database)"};
   return {out, ""};
 }
 

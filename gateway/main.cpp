@@ -14,6 +14,7 @@
 #include "persistence/migrations.hpp"
 #include "persistence/postgres/pg_backend.hpp"
 #include "persistence/projection_rebuild.hpp"
+#include "persistence/redis/redis_fanout.hpp"
 #include "persistence/sqlite_backend.hpp"
 #include "persistence/sqlite_store.hpp"
 
@@ -49,7 +50,11 @@ int serve_on_postgres(const agw::core::settings& config, const agw::core::clock&
     }
   }
   agw::persistence::pg::pg_backend storage(config.pg_url);
-  agw::gateway::server server(config, storage.backend(), clock);
+  // GATEWAY_REDIS_URL: the live fan-out between the nodes (docs/scale-out.md); it outlives
+  // the server, which starts and stops it.
+  std::unique_ptr<agw::persistence::redis::redis_fanout> fanout;
+  if (!config.redis_url.empty()) fanout = std::make_unique<agw::persistence::redis::redis_fanout>(config.redis_url);
+  agw::gateway::server server(config, storage.backend(), clock, fanout.get());
   struct stop_store_first {
     agw::persistence::pg::pg_backend& storage;
     ~stop_store_first() { storage.stop(); }

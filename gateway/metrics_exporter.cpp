@@ -108,6 +108,19 @@ void add_plain_families(const core::metrics& s, std::vector<MetricFamily>& out) 
   out.push_back(single("gateway_events_published_total", "Events committed and released.", T::Counter, s.events_published));
   out.push_back(single("gateway_events_followed_total", "Events another node committed, taken on by this node's channels.",
                        T::Counter, s.events_followed));
+  out.push_back(single("gateway_fanout_published_total", "Committed batches published to the other nodes (Redis).", T::Counter,
+                       s.fanout_published));
+  out.push_back(
+      single("gateway_fanout_received_total", "Other nodes' committed batches heard (Redis).", T::Counter, s.fanout_received));
+  out.push_back(single("gateway_fanout_dropped_total",
+                       "Batches not published (queue full or Redis unreachable); followers read them from the log.", T::Counter,
+                       s.fanout_dropped));
+  out.push_back(
+      single("gateway_fanout_connected", "1 while the Redis subscriber connection is up.", T::Gauge, s.fanout_connected));
+  out.push_back(
+      single("gateway_fanout_reconnects_total", "Redis connections made again after a loss.", T::Counter, s.fanout_reconnects));
+  out.push_back(single("gateway_fanout_log_polls_total", "Log reads by channels following another node's run.", T::Counter,
+                       s.fanout_log_polls));
   out.push_back(
       single("gateway_event_batches_committed_total", "Event log batches committed.", T::Counter, s.event_batches_committed));
   out.push_back(single("gateway_sse_streams_open", "Open SSE streams.", T::Gauge, s.sse_streams_open));

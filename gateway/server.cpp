@@ -13,7 +13,7 @@
 
 namespace agw::gateway {
 
-server::server(const core::settings& config, core::storage_backend storage, const core::clock& time)
+server::server(const core::settings& config, core::storage_backend storage, const core::clock& time, core::live_fanout* fanout)
     : config_(config),
       stats_(),
       io_(config.io_threads ? config.io_threads : std::max(1u, std::thread::hardware_concurrency()), "agw-io-"),
@@ -33,7 +33,15 @@ server::server(const core::settings& config, core::storage_backend storage, cons
       rate_(config.rate_limit > 0 ? std::make_unique<rate_limiter>(config.rate_limit, config.rate_burst) : nullptr),
       app_{config, stats_, sessions_, runs_, messages_, events_, deliveries_, health_, {}, {}, &webhooks_, rate_.get()},
       drain_(io_, stats_, hub_, runs_, webhooks_, config.drain_timeout),
+      fanout_(fanout),
       signals_(io_.primary(), SIGINT, SIGTERM) {
+  if (fanout_) {
+    // A cluster: committed batches go to the other nodes, theirs come to our channels,
+    // and our followers of their runs read the log as well (docs/scale-out.md).
+    hub_.use_fanout(*fanout_);
+    follower_ =
+        std::make_shared<core::log_follower>(io_.primary().get_executor(), hub_, *fanout_, stats_, core::log_follower::options{});
+  }
   // The agents' upstream client and profiles, before the first request can make an agent.
   core::install_agent_environment(make_agent_environment(config, tools_));
   runs_.limit_runs(config.max_runs);
@@ -62,13 +70,20 @@ server::server(const core::settings& config, core::storage_backend storage, cons
 }
 
 // The agents' environment refers to this server's tools: it goes with the server.
-server::~server() { core::install_agent_environment(std::make_shared<core::agent_environment>()); }
+server::~server() {
+  if (fanout_) fanout_->stop();  // nothing reaches the hub after this
+  core::install_agent_environment(std::make_shared<core::agent_environment>());
+}
 
 int server::run() {
   listener_->start();
   webhooks_.start();
   sweeper_->start(io_.primary().get_executor());
   forwarder_->start(io_.primary().get_executor());
+  if (fanout_) {
+    fanout_->start(hub_, stats_);
+    follower_->start();
+  }
   auth::reload_keys_on_sighup(io_.primary(), app_.access);
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   auto endpoint = listener_->local_endpoint();
@@ -78,6 +93,7 @@ int server::run() {
   std::fflush(stdout);
 
   io_.run();
+  if (fanout_) fanout_->stop();
   spdlog::info("stopped");
   return 0;
 }

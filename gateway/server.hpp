@@ -12,6 +12,7 @@
 #include "core/file_offset_clock.hpp"
 #include "core/io_pool.hpp"
 #include "core/metrics.hpp"
+#include "core/runs/log_follower.hpp"
 #include "core/services/event_forwarder.hpp"
 #include "core/services/event_service.hpp"
 #include "core/services/health_service.hpp"
@@ -24,6 +25,7 @@
 #include "core/services/webhook_service.hpp"
 #include "core/session_hub.hpp"
 #include "core/settings.hpp"
+#include "core/storage/live_fanout.hpp"
 #include "core/storage/storage_backend.hpp"
 #include "core/tools/tool_runner.hpp"
 #include "gateway/app_context.hpp"
@@ -36,8 +38,10 @@ namespace agw::gateway {
 
 class server {
  public:
-  // `time` outlives the server (main's real_clock).
-  server(const core::settings& config, core::storage_backend storage, const core::clock& time);
+  // `time` outlives the server (main's real_clock); so does `fanout`, the cluster's live
+  // fan-out (docs/scale-out.md; null on a single node), which the server starts and stops.
+  server(const core::settings& config, core::storage_backend storage, const core::clock& time,
+         core::live_fanout* fanout = nullptr);
   ~server();
   // Serves until a signal ends the drain; returns the process exit code.
   int run();
@@ -70,6 +74,8 @@ class server {
   std::unique_ptr<core::file_offset_clock> sweep_clock_;
   std::shared_ptr<core::session_sweeper> sweeper_;
   std::shared_ptr<core::event_forwarder> forwarder_;  // event webhooks into the outbox
+  core::live_fanout* fanout_;                         // null: a single node
+  std::shared_ptr<core::log_follower> follower_;      // a cluster's followers read the log too
   net::signal_set signals_;
   int signals_seen_ = 0;
 };

@@ -17,7 +17,8 @@
 # What the nodes share today: PostgreSQL (every session, conversation, event log,
 # key and webhook row). Live run state is still per node, so nginx routes every
 # request of one session to one node (`hash` on the session id in the path);
-# Redis is started for the fan-out that is not built yet (docs/scale-out.md).
+# Redis carries each committed batch to the followers on the other nodes (every node
+# gets GATEWAY_REDIS_URL: the live fan-out, docs/scale-out.md).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${AGW_CLUSTER_DIR:-/tmp/agw-cluster}"
@@ -96,7 +97,8 @@ up() {
   for i in $(seq "$n"); do
     local port
     port="$(free_port)"
-    GATEWAY_STORE=postgres GATEWAY_PG_URL="$pg_url" GATEWAY_HOST=127.0.0.1 GATEWAY_PORT="$port" \
+    GATEWAY_STORE=postgres GATEWAY_PG_URL="$pg_url" GATEWAY_REDIS_URL="redis://127.0.0.1:$redis_port" \
+      GATEWAY_HOST=127.0.0.1 GATEWAY_PORT="$port" \
       GATEWAY_LOG_LEVEL="${GATEWAY_LOG_LEVEL:-warn}" "$binary" </dev/null >"$dir/node$i.log" 2>&1 &
     echo $! >"$dir/node$i.pid"
     wait_ready "http://127.0.0.1:$port/readyz"

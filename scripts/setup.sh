@@ -17,7 +17,8 @@ packages=(
   nginx  # tests/integration/nginx_test.cpp runs it (foreground, temp dir) in front of the gateway: the docs/operations.md config
   prometheus-cpp-dev  # /metrics: prometheus-cpp's registry and text serializer (its core library only)
   postgresql-15 libpq-dev  # the PostgreSQL store (persistence/postgres) and its tests' throw-away servers (docs/scale-out.md)
-  redis-server  # scripts/cluster.sh starts one for the cross-node fan-out (docs/scale-out.md)
+  redis-server  # scripts/cluster.sh and the fan-out tests start one for the cross-node fan-out (docs/scale-out.md)
+  libhiredis-dev  # the fan-out's Redis client (persistence/redis, hiredis 0.14 on Debian 12; docs/scale-out.md)
   iproute2  # ss: scripts/cluster.sh finds free loopback ports with it
   prometheus  # promtool, which tests/integration/metrics_test checks a real scrape with (the server is never started)
 )

@@ -27,6 +27,7 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       store_(services.store),
       log_(services.log),
       stats_(services.stats),
+      fanout_(services.fanout),
       opts_(opts),
       next_id_(last_event_id + 1),
       closed_(opts.deleted),
@@ -83,6 +84,9 @@ void session_channel::released(const std::vector<frame_ptr>& batch) {
       }
   snapshot_last_id_.store(pipeline_.committed_id());
   if (run_ended) publish_snapshot();
+  // The other nodes' followers (a cluster): only what the log holds, so not the last
+  // events of a session being deleted, which are released unstored.
+  if (fanout_ && !deleting_ && !batch.empty()) fanout_->publish(session_id_, batch.back()->id, batch);
   cursors_.deliver(batch);
   if (run_ended) wake_idle_waiters();
   if (deleting_ && !run_) return close_now();
@@ -102,7 +106,7 @@ bool session_channel::follow_log(std::int64_t last_id, std::vector<frame_ptr> fr
   stats_.events_followed += static_cast<std::uint64_t>(last_id - held);
   if (consecutive) {
     for (const auto& f : frames) ring_.push(f);
-    cursors_.deliver(frames);
+    cursors_.deliver(frames, true);
   } else {
     // The ring must end at the committed id with no hole: start it again, and let the
     // live subscribers read what they miss from the log.
@@ -111,6 +115,20 @@ bool session_channel::follow_log(std::int64_t last_id, std::vector<frame_ptr> fr
   }
   release_ring_if_idle();
   return true;
+}
+
+net::awaitable<void> session_channel::follow_log_end() {
+  auto read = [session = session_id_](store_connection& c) {
+    auto s = c.find_session(session);
+    return s ? s->last_event_id : std::int64_t{0};
+  };
+  std::int64_t last = 0;
+  try {
+    last = co_await store_.async_read(std::move(read), net::use_awaitable);
+  } catch (const std::exception&) {
+    co_return;  // the caller decides as if nothing were newer
+  }
+  follow_log(last);
 }
 
 net::awaitable<void> session_channel::wait_committed() {

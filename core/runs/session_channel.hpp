@@ -41,6 +41,7 @@
 #include "core/runs/subscriber_cursors.hpp"
 #include "core/session.hpp"
 #include "core/storage/event_log_writer.hpp"
+#include "core/storage/live_fanout.hpp"
 #include "core/store_executor.hpp"
 
 namespace agw::core {
@@ -52,6 +53,9 @@ struct channel_services {
   store_executor& store;  // log reads for replays
   event_log_writer& log;  // event batches are made durable through it
   metrics& stats;
+  // The other nodes, told of each committed batch (core/storage/live_fanout.hpp); null
+  // on a single node, where a batch costs nothing more.
+  live_fanout* fanout = nullptr;
 };
 
 class session_channel : public std::enable_shared_from_this<session_channel>,
@@ -115,6 +119,10 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   // session's writer; a writer whose lease was taken is stopped by fencing instead) or
   // when `last_id` is not past what it holds. Returns whether the channel moved.
   bool follow_log(std::int64_t last_id, std::vector<frame_ptr> frames = {});
+  // follow_log up to the log's end as the store says now: a client resuming here with
+  // an id it saw on another node, before this node heard of it. One store read; a store
+  // error leaves the channel as it was. Runs on the strand (co_spawn it there).
+  boost::asio::awaitable<void> follow_log_end();
 
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);
@@ -170,6 +178,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   store_executor& store_;
   event_log_writer& log_;
   metrics& stats_;
+  live_fanout* fanout_;
   options opts_;
 
   std::int64_t next_id_;

@@ -31,7 +31,7 @@ void subscriber_cursors::remove(const subscriber* sub) {
   });
 }
 
-void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames) {
+void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames, bool skip_seen) {
   // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
   frame_batch group;
   for (const auto& c : cursors_) {
@@ -44,6 +44,17 @@ void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames) {
       stats_.sse_subscribers_behind++;
       stats_.subscribers_catching_up++;
       after_drained(c);
+      continue;
+    }
+    if (skip_seen && frames.front()->id <= c->last_sent) {
+      // A cursor ahead of what this channel held (the client saw these events on another
+      // node first): only what it has not had.
+      if (frames.back()->id <= c->last_sent) continue;
+      std::vector<frame_ptr> rest;
+      for (const auto& f : frames)
+        if (f->id > c->last_sent) rest.push_back(f);
+      c->last_sent = rest.back()->id;
+      c->sub->deliver(make_frame_batch(std::move(rest)));
       continue;
     }
     if (!group) group = make_frame_batch(frames);  // joined once, for all of them

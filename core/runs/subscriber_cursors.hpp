@@ -59,8 +59,10 @@ class subscriber_cursors {
   // the replay holds before its first frame.
   void add(std::shared_ptr<subscriber> sub, std::int64_t after_id, std::function<void(const replay_info&)> on_replay);
   void remove(const subscriber* sub);
-  // A committed batch, to every live subscriber.
-  void deliver(const std::vector<frame_ptr>& frames);
+  // A committed batch, to every live subscriber. `skip_seen`: the batch was committed by
+  // another node (a cluster), and a cursor may already be past its first ids (a client
+  // that saw them there first): each is handed only the ids after its cursor.
+  void deliver(const std::vector<frame_ptr>& frames, bool skip_seen = false);
   // The committed sequence jumped past what the live subscribers were handed (another
   // node's events, known only from the log): each of them catches up from where it is.
   void resync();

@@ -152,7 +152,15 @@ awaitable<handler_result> open_stream(request_context& ctx, std::shared_ptr<core
       plan.cursor = live->events_before();
       plan.run_id = live->id();
     }
-    const std::int64_t known = std::max(out.last_event_id, channel->last_assigned_id());
+    std::int64_t known = std::max(out.last_event_id, channel->last_assigned_id());
+    if (plan.cursor && *plan.cursor > known) {
+      // A cluster: the client may have seen these events on another node before this
+      // one heard of them; the log decides (docs/scale-out.md, "Redis fan-out").
+      auto following = channel->follow_log_end();
+      co_await std::move(following);
+      out.last_event_id = channel->last_committed_id();
+      known = std::max(out.last_event_id, channel->last_assigned_id());
+    }
     if (plan.cursor && *plan.cursor > known) {
       out.cursor_beyond = true;
       out.last_event_id = known;  // for the error message

@@ -409,3 +409,21 @@ TEST_CASE("settings_parser: rebuild needs exactly one of --session or --all") {
   REQUIRE(with_path.value);
   CHECK(with_path.value->config.db_path == "/tmp/y.db");
 }
+
+TEST_CASE("settings: GATEWAY_REDIS_URL is a redis:// URL and needs the postgres store") {
+  const env_map pg{{"GATEWAY_STORE", "postgres"}, {"GATEWAY_PG_URL", "postgresql://agw@127.0.0.1/gateway"}};
+  auto env = pg;
+  env["GATEWAY_REDIS_URL"] = "redis://127.0.0.1:6380";
+  auto ok = parse({}, env);
+  REQUIRE(ok.value);
+  CHECK(ok.value->config.redis_url == "redis://127.0.0.1:6380");
+  CHECK(parse({}, pg).value->config.redis_url.empty());
+  for (const char* bad : {"http://127.0.0.1:6379", "redis://", "127.0.0.1:6379", "redis://u:p@127.0.0.1"}) {
+    CAPTURE(bad);
+    env["GATEWAY_REDIS_URL"] = bad;
+    CHECK_FALSE(parse({}, env).value);
+  }
+  auto single = parse({}, {{"GATEWAY_REDIS_URL", "redis://127.0.0.1"}});
+  CHECK_FALSE(single.value);
+  CHECK(single.error.find("--store=postgres") != std::string::npos);
+}

@@ -1,0 +1,160 @@
+// persistence/redis/redis_fanout against a real redis-server (tests/support/redis_server.hpp):
+// the round trip between two processes' adapters, and a Redis killed and started again.
+#include "persistence/redis/redis_fanout.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/events/sse_format.hpp"
+#include "tests/support/redis_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using agw::persistence::redis::redis_fanout;
+
+struct heard {
+  std::string session_id;
+  std::int64_t last_id = 0;
+  std::vector<agw::core::frame_ptr> frames;
+};
+
+class recording_receiver final : public agw::core::live_fanout_receiver {
+ public:
+  void committed_elsewhere(const std::string& session_id, std::int64_t last_id,
+                           std::vector<agw::core::frame_ptr> frames) override {
+    std::lock_guard lock(mutex_);
+    heard_.push_back({session_id, last_id, std::move(frames)});
+  }
+  std::vector<heard> taken() {
+    std::lock_guard lock(mutex_);
+    return heard_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<heard> heard_;
+};
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+std::vector<agw::core::frame_ptr> tokens(std::int64_t first, std::int64_t last) {
+  std::vector<agw::core::frame_ptr> out;
+  for (std::int64_t id = first; id <= last; ++id)
+    out.push_back(std::make_shared<const agw::core::event_frame>(
+        agw::core::make_event_frame(id, agw::core::event_type::token, "run-1", "content", "t" + std::to_string(id))));
+  return out;
+}
+
+redis_fanout::options quick() {
+  redis_fanout::options o;
+  o.live_after = 200ms;
+  o.backoff_max = 400ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("redis_fanout: parse_redis_url") {
+  auto a = agw::persistence::redis::parse_redis_url("redis://127.0.0.1:6380");
+  CHECK(a.host == "127.0.0.1");
+  CHECK(a.port == 6380);
+  CHECK(agw::persistence::redis::parse_redis_url("redis://localhost").port == 6379);
+  CHECK_THROWS(agw::persistence::redis::parse_redis_url("http://127.0.0.1:6379"));
+  CHECK_THROWS(agw::persistence::redis::parse_redis_url("redis://u:p@127.0.0.1"));
+}
+
+TEST_CASE("redis_fanout: a batch published by one node reaches the other, not itself") {
+  agw::test::redis_server redis;
+  agw::core::metrics stats_a;
+  agw::core::metrics stats_b;
+  recording_receiver on_a;
+  recording_receiver on_b;
+  redis_fanout a(redis.url(), quick());
+  redis_fanout b(redis.url(), quick());
+  a.start(on_a, stats_a);
+  b.start(on_b, stats_b);
+  REQUIRE(eventually([&] { return a.live() && b.live(); }));
+  CHECK(stats_a.fanout_connected == 1);
+
+  const auto frames = tokens(4, 6);
+  a.publish("s1", 6, frames);
+  a.publish("s2", 9, {});  // the log's new end only
+  REQUIRE(eventually([&] { return on_b.taken().size() == 2; }));
+  const auto got = on_b.taken();
+  CHECK(got[0].session_id == "s1");
+  CHECK(got[0].last_id == 6);
+  REQUIRE(got[0].frames.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(got[0].frames[i]->id == frames[i]->id);
+    CHECK(got[0].frames[i]->sse == frames[i]->sse);
+    CHECK(got[0].frames[i]->type == frames[i]->type);
+  }
+  CHECK(got[1].session_id == "s2");
+  CHECK(got[1].last_id == 9);
+  CHECK(got[1].frames.empty());
+  std::this_thread::sleep_for(100ms);
+  CHECK(on_a.taken().empty());  // its own messages are skipped
+  CHECK(stats_a.fanout_published == 2);
+  CHECK(stats_b.fanout_received == 2);
+  CHECK(stats_a.fanout_dropped == 0);
+
+  // Many batches in a burst arrive in order.
+  for (std::int64_t id = 10; id < 1010; ++id) a.publish("s3", id, tokens(id, id));
+  REQUIRE(eventually([&] { return on_b.taken().size() == 1002; }));
+  const auto burst = on_b.taken();
+  for (std::size_t i = 2; i < burst.size(); ++i) CHECK(burst[i].last_id == static_cast<std::int64_t>(i) + 8);
+  a.stop();
+  b.stop();
+  CHECK(stats_a.fanout_connected == 0);
+}
+
+TEST_CASE("redis_fanout: Redis killed, then started again: the adapter is not live meanwhile and reconnects") {
+  agw::test::redis_server redis;
+  agw::core::metrics stats_a;
+  agw::core::metrics stats_b;
+  recording_receiver on_a;
+  recording_receiver on_b;
+  redis_fanout a(redis.url(), quick());
+  redis_fanout b(redis.url(), quick());
+  a.start(on_a, stats_a);
+  b.start(on_b, stats_b);
+  REQUIRE(eventually([&] { return a.live() && b.live(); }));
+
+  redis.stop();
+  CHECK(eventually([&] { return !b.subscribed() && !b.live(); }, 5s));
+  CHECK(stats_b.fanout_connected == 0);
+  // Publishing meanwhile drops (the followers read the log); it never blocks the caller.
+  const auto before = std::chrono::steady_clock::now();
+  for (std::int64_t id = 1; id <= 50; ++id) a.publish("s1", id, tokens(id, id));
+  CHECK(std::chrono::steady_clock::now() - before < 100ms);
+  CHECK(eventually([&] { return stats_a.fanout_dropped == 50; }, 5s));
+
+  redis.start();
+  CHECK(eventually([&] { return a.live() && b.live(); }, 10s));
+  CHECK(stats_b.fanout_reconnects >= 1);
+  CHECK(stats_b.fanout_connected == 1);
+  // The publisher reconnects on its next batch (its backoff has passed by now).
+  REQUIRE(eventually(
+      [&] {
+        a.publish("s1", 51, tokens(51, 51));
+        std::this_thread::sleep_for(50ms);
+        return !on_b.taken().empty();
+      },
+      10s));
+  CHECK(on_b.taken().front().last_id == 51);
+  a.stop();
+  b.stop();
+}
