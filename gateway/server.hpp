@@ -17,6 +17,7 @@
 #include "core/services/health_service.hpp"
 #include "core/services/message_service.hpp"
 #include "core/services/run_service.hpp"
+#include "core/services/run_takeover.hpp"
 #include "core/services/session_service.hpp"
 #include "core/services/session_sweeper.hpp"
 #include "core/services/state_service.hpp"
@@ -70,6 +71,7 @@ class server {
   std::unique_ptr<core::file_offset_clock> sweep_clock_;
   std::shared_ptr<core::session_sweeper> sweeper_;
   std::shared_ptr<core::event_forwarder> forwarder_;  // event webhooks into the outbox
+  std::shared_ptr<core::run_takeover> takeover_;      // PostgreSQL: runs of nodes whose lease lapsed
   net::signal_set signals_;
   int signals_seen_ = 0;
 };

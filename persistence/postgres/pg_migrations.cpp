@@ -212,6 +212,18 @@ CREATE TABLE session_notices (
 );
 CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
 )sql",
+    // 4: reserved. Another branch (webhook delivery claims) ships migration 4; this
+    //    placeholder keeps run leases' abort at 5 until the two meet, when that one
+    //    takes this place.
+    R"sql(
+SELECT 1;
+)sql",
+    // 5: an abort posted on a node that does not own the run (docs/scale-out.md): the
+    //    request is recorded on the run's lease row, which the owner reads at its next
+    //    renewal.
+    R"sql(
+ALTER TABLE run_leases ADD COLUMN abort_requested BOOLEAN NOT NULL DEFAULT false;
+)sql",
 };
 
 }  // namespace
