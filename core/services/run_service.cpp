@@ -577,7 +577,7 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
                       started.taken_up_to};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
   std::shared_ptr<lease_timer> renewals;
-  if (started.lease) {
+  if (started.lease && started.lease->token != 0) {  // token 0: a single-process store, nothing to renew
     renewals = std::make_shared<lease_timer>(channel->strand());
     net::co_spawn(channel->strand(), keep_lease(channel, r, *started.lease, renewals), net::detached);
   }
@@ -590,7 +590,7 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
       renewals->timer.cancel();
     }
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);
-    if (lease) release_lease(*lease);
+    if (lease && lease->token != 0) release_lease(*lease);
     start_queued_if_waiting(channel);
   };
   net::co_spawn(channel->strand(), std::move(driver), net::bind_executor(channel->strand(), std::move(ended)));

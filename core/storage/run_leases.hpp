@@ -20,7 +20,7 @@ struct run_lease_record {
   std::string session_id;
   std::string run_id;
   std::string node_id;
-  std::int64_t token = 0;  // the fencing token: only grows per session
+  std::int64_t token = 0;  // the fencing token: only grows per session (0: a store that does not fence)
   std::int64_t expires_at_ms = 0;
   bool abort_requested = false;  // another node asked the run to stop
 };
@@ -53,13 +53,13 @@ class run_leases {
   virtual bool request_run_abort(std::string_view session_id, std::string_view run_id) = 0;
 };
 
-// The single-process store's leases: every one granted, none recorded.
+// The single-process store's leases: every one granted (with token 0: unfenced), none recorded.
 class local_run_leases : public run_leases {
  public:
   std::optional<run_lease_record> acquire_run_lease(std::string_view session_id, std::string_view run_id,
-                                                    std::string_view node_id, std::int64_t,
-                                                    std::int64_t expires_at_ms) override {
-    return run_lease_record{std::string(session_id), std::string(run_id), std::string(node_id), 1, expires_at_ms, false};
+                                                    std::string_view node_id, std::int64_t, std::int64_t expires_at_ms) override {
+    // Token 0: nothing to fence against (batches and checkpoints go unchecked, no renewals).
+    return run_lease_record{std::string(session_id), std::string(run_id), std::string(node_id), 0, expires_at_ms, false};
   }
   lease_renewal renew_run_lease(std::string_view, std::int64_t, std::int64_t) override { return {true, false}; }
   bool release_run_lease(std::string_view, std::int64_t) override { return true; }

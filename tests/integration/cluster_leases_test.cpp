@@ -178,7 +178,8 @@ TEST_CASE("cluster leases: an abort posted on the node that does not own the run
   REQUIRE(live->read_to_end(5s));
   CHECK(live->parser.count("done") == 1);
   bool aborted_status = false;
-  for (const auto& f : live->parser.frames) aborted_status = aborted_status || (f.event == "status" && f.raw.find("aborted") != std::string::npos);
+  for (const auto& f : live->parser.frames)
+    aborted_status = aborted_status || (f.event == "status" && f.raw.find("aborted") != std::string::npos);
   CHECK(aborted_status);
   CHECK(get_messages(a.port(), sid)[0].at("status") == "aborted");
 }

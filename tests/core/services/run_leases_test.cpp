@@ -30,9 +30,8 @@ constexpr std::int64_t far_future = 4'000'000'000'000;
 // Another node's lease on the session.
 void seed_foreign_lease(agw::test::fake_db& db, const std::string& session_id, std::int64_t expires_at_ms,
                         std::int64_t token = 5) {
-  db.seed([&](agw::test::fake_data& d) {
-    d.leases[session_id] = {session_id, "their-run", "node-b", token, expires_at_ms, false};
-  });
+  db.seed(
+      [&](agw::test::fake_data& d) { d.leases[session_id] = {session_id, "their-run", "node-b", token, expires_at_ms, false}; });
 }
 
 // Events another node committed: status events `from`..`to` of run "their-run".
