@@ -152,7 +152,9 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   } catch (...) {
     ending_failure = std::current_exception();
   }
-  if (ending_failure && !fenced) {
+  // (Deleted mid-run: the lease went with the session's rows; the end still reaches its
+  // followers, unstored, as close_unpersisted says.)
+  if (ending_failure && !fenced && !channel->deleting()) {
     // The final checkpoint was refused as fenced out: stop as if the events had been.
     try {
       std::rethrow_exception(ending_failure);

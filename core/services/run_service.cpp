@@ -371,13 +371,13 @@ net::awaitable<void> run_service::keep_lease(std::shared_ptr<session_channel> ch
     timer->timer.expires_after(period);
     auto pausing = timer->timer.async_wait(net::as_tuple(net::use_awaitable));
     co_await std::move(pausing);
-    if (timer->ended || channel->live_run() != r || channel->closed() || channel->fenced()) co_return;
+    if (timer->ended || channel->live_run() != r || channel->closed() || channel->deleting() || channel->fenced()) co_return;
     auto renew = [id = lease.session_id, token = lease.token, lease_ms, &time = clock_](store_connection& c) {
       return c.renew_run_lease(id, token, time.wall_ms() + lease_ms);
     };
     auto renewing = store_.async_write(std::move(renew), net::as_tuple(net::use_awaitable));
     auto [error, renewal] = co_await std::move(renewing);
-    if (timer->ended || channel->live_run() != r || channel->closed()) co_return;
+    if (timer->ended || channel->live_run() != r || channel->closed() || channel->deleting()) co_return;
     if (error) {
       // Not known: tried again next time (the lease may lapse meanwhile, then fencing decides).
       spdlog::warn("run {}: its lease could not be renewed; retrying", r->id());
