@@ -27,8 +27,11 @@ std::vector<std::string> environment_with(const gateway_process::env_map& extra)
     auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     // A developer's own GATEWAY_* settings must not leak into hermetic tests; the store
-    // does (ctest integration_pg runs the suites with GATEWAY_STORE=postgres).
-    if (kv.starts_with("GATEWAY_") && !kv.starts_with("GATEWAY_STORE=") && !kv.starts_with("GATEWAY_PG_URL=")) continue;
+    // does (ctest integration_pg runs the suites with GATEWAY_STORE=postgres and a fixed
+    // GATEWAY_NODE_ID, so a node restarted after kill -9 takes its own run leases back).
+    if (kv.starts_with("GATEWAY_") && !kv.starts_with("GATEWAY_STORE=") && !kv.starts_with("GATEWAY_PG_URL=") &&
+        !kv.starts_with("GATEWAY_NODE_ID="))
+      continue;
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : extra) env[k] = v;
