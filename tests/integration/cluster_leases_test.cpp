@@ -19,10 +19,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool on_postgres() {
-  const char* store = std::getenv("GATEWAY_STORE");
-  return store && std::string(store) == "postgres";
+// The runner's setting: AGW_TEST_GATEWAY_<name> (main's integration_on_pg.sh) or GATEWAY_<name>.
+std::string runner_setting(const std::string& name) {
+  if (const char* v = std::getenv(("AGW_TEST_GATEWAY_" + name).c_str())) return v;
+  if (const char* v = std::getenv(("GATEWAY_" + name).c_str())) return v;
+  return "";
 }
+
+bool on_postgres() { return runner_setting("STORE") == "postgres"; }
 
 // A 2 s lease: failover within about lease + sweep interval (1 s). gateway_process
 // keeps the test's own GATEWAY_* out of the child's environment: the store is passed on.
@@ -30,7 +34,7 @@ gateway_process::env_map node_env(const std::string& name) {
   return {{"GATEWAY_RUN_LEASE", "2"},
           {"GATEWAY_NODE_ID", name},
           {"GATEWAY_STORE", "postgres"},
-          {"GATEWAY_PG_URL", std::getenv("GATEWAY_PG_URL") ? std::getenv("GATEWAY_PG_URL") : ""}};
+          {"GATEWAY_PG_URL", runner_setting("PG_URL")}};
 }
 
 const header_list accept_json{{"Accept", "application/json"}};
