@@ -47,6 +47,8 @@ struct metrics {
   std::atomic<std::int64_t> runs_admitted{0};
   std::atomic<std::uint64_t> events_published{0};
   std::atomic<std::uint64_t> event_batches_committed{0};
+  std::atomic<std::uint64_t> runs_fenced_out{0};  // runs stopped because another node took their lease
+  std::atomic<std::uint64_t> runs_taken_over{0};  // lapsed runs of other nodes this node closed as interrupted
   std::atomic<std::uint64_t> events_followed{0};  // committed by another node, taken on here (session_channel::follow_log)
   // The cross-node fan-out (core/storage/live_fanout.hpp; zero on a single node).
   std::atomic<std::uint64_t> fanout_published{0};   // batches handed to the other nodes

@@ -53,11 +53,28 @@ void append_ending(store_connection& c, const clock& time, const std::string& se
 // Closes the session's cut-short run; true when there was one. A run whose done reached
 // the log already (its end could not be stored) is recorded as it ended, with no second
 // end; one whose end was decided but whose done never reached the log gets that done.
-bool close_interrupted_run(store_connection& c, const clock& time, const session_record& s) {
+// Takes the session's lease for the repair (false: another node's run holds it live, or
+// another node repairs it now); given back once the repair is written.
+struct lease_hold {
+  store_connection& c;
+  std::string session_id;
+  std::optional<run_lease_record> held;
+  ~lease_hold() {
+    if (held) c.release_run_lease(session_id, held->token);
+  }
+};
+bool take_lease(lease_hold& hold, const clock& time, std::string_view run_id, const repair_lease& lease) {
+  const auto now = time.wall_ms();
+  hold.held = hold.c.acquire_run_lease(hold.session_id, run_id, lease.node_id, now, now + lease.lease_ms);
+  return hold.held.has_value();
+}
+
+bool close_interrupted_run(store_connection& c, const clock& time, const session_record& s, const repair_lease& lease) {
   auto cp = c.latest_conversation(s.thread_id);
   if (!cp) return false;
   auto& state = cp->state;
   if (!state.run) return false;
+  lease_hold hold{c, s.id, std::nullopt};
   if (state.run->state != "running") {
     // Finished: its done is the session's last event, unless the process stopped first
     // (a run with no event in the log at all has nothing to end).
@@ -68,6 +85,7 @@ bool close_interrupted_run(store_connection& c, const clock& time, const session
     // run's done (docs/timeline.md): then its done is further back among its own events.
     if (read_run(c, s.id, *state.run).done_status) return false;
     if (state.messages.empty() || state.messages.back().role != "assistant") return false;
+    if (!take_lease(hold, time, state.run->id, lease)) return false;
     const std::int64_t next = std::max(s.last_event_id, state.run->events_before) + 1;
     auto done =
         make_event_frame(next, event_type::done, state.run->id, {{"assistant_data", message_json(state.messages.back())}});
@@ -75,7 +93,9 @@ bool close_interrupted_run(store_connection& c, const clock& time, const session
     return true;
   }
 
-  // What clients saw of the run is exactly its committed token events.
+  if (!take_lease(hold, time, state.run->id, lease)) return false;
+  // What clients saw of the run is exactly its committed token events (read under the
+  // lease: its owner, fenced out, commits no more).
   auto seen = read_run(c, s.id, *state.run);
   message_record answer;
   answer.id = new_uuid();
@@ -108,7 +128,24 @@ bool close_interrupted_run(store_connection& c, const clock& time, const session
 
 }  // namespace
 
-recovery_report recover_at_startup(store_connection& c, const clock& time) {
+std::optional<std::int64_t> repair_lapsed_run(store_connection& c, const clock& time, std::string_view session_id,
+                                              const repair_lease& lease) {
+  auto s = c.find_session(session_id);
+  if (!s) return std::nullopt;
+  if (!close_interrupted_run(c, time, *s, lease)) {
+    // Nothing to close (its done was committed, the lease was not released): free it.
+    auto lapsed = c.find_run_lease(session_id);
+    const auto now = time.wall_ms();
+    if (lapsed && lapsed->expires_at_ms <= now)
+      if (auto taken = c.acquire_run_lease(session_id, lapsed->run_id, lease.node_id, now, now + lease.lease_ms))
+        c.release_run_lease(session_id, taken->token);
+    return std::nullopt;
+  }
+  auto after = c.find_session(session_id);
+  return after ? after->last_event_id : s->last_event_id;
+}
+
+recovery_report recover_at_startup(store_connection& c, const clock& time, const repair_lease& lease) {
   recovery_report report;
   for (const auto& id : c.all_session_ids()) {
     c.begin_batch();
@@ -118,7 +155,7 @@ recovery_report recover_at_startup(store_connection& c, const clock& time) {
       bool interrupted = false, rebuilt = false;
       if (s) {
         ++report.sessions_checked;
-        interrupted = close_interrupted_run(c, time, *s);
+        interrupted = close_interrupted_run(c, time, *s, lease);
         rebuilt = projection_drifted(c, *s);
         if (rebuilt) rebuild_projection(c, id);
       }

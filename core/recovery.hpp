@@ -8,6 +8,9 @@
 // process serves the store (gateway/main.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "core/clock.hpp"
 #include "core/storage/store_connection.hpp"
@@ -20,7 +23,22 @@ struct recovery_report {
   std::int64_t projections_rebuilt = 0;
 };
 
+// Who repairs (docs/scale-out.md, "Run ownership"): a run is closed only under its
+// session's lease, taken for the repair and released with it, so a run another node
+// still owns (its lease is live) is left alone and two nodes never repair one run.
+// SQLite grants every lease.
+struct repair_lease {
+  std::string node_id = "startup";
+  std::int64_t lease_ms = 10000;
+};
+
 // Each session is repaired in its own transaction; what it writes is stamped with `time`.
-recovery_report recover_at_startup(store_connection& c, const clock& time);
+recovery_report recover_at_startup(store_connection& c, const clock& time, const repair_lease& lease = {});
+
+// A survivor's repair of one session whose run's lease lapsed (its node stopped
+// renewing): the same closing as at start-up, under the lease, in the caller's
+// transaction (a store job). Returns the session's last event id when a run was closed.
+std::optional<std::int64_t> repair_lapsed_run(store_connection& c, const clock& time, std::string_view session_id,
+                                              const repair_lease& lease);
 
 }  // namespace agw::core

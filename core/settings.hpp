@@ -25,8 +25,13 @@ struct settings {
   std::uint16_t port = default_port;
   std::string db_path = default_db_path;
   store_kind store = store_kind::sqlite;
-  std::string pg_url;       // libpq connection URL of the postgres store
-  std::string redis_url;    // redis://host[:port] of the cross-node fan-out (docs/scale-out.md); empty: none
+  std::string pg_url;     // libpq connection URL of the postgres store
+  std::string redis_url;  // redis://host[:port] of the cross-node fan-out (docs/scale-out.md); empty: none
+  // Run ownership across nodes (docs/scale-out.md): this process's name in run leases
+  // (empty: a random UUID per process) and how long a lease lasts unrenewed (renewed
+  // every third of it); lease time is failover time.
+  std::string node_id;
+  std::chrono::duration<double> run_lease{10.0};
   unsigned io_threads = 0;  // 0: one per core
   std::string log_level = "info";
   log_format log_format_kind = log_format::text;

@@ -223,6 +223,10 @@ const std::vector<option>& options() {
                    s.redis_url = std::string(v);
                    return "";
                  }});
+    t.push_back(string_option("node-id", "this node's name in run leases, unique per process (default: a random UUID)",
+                              &settings::node_id));
+    t.push_back(seconds_option("run-lease", "seconds a run's lease lasts unrenewed; renewed every third (default 10)",
+                               &settings::run_lease, 0.3));
     t.push_back(
         integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
     t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)",

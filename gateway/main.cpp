@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/clock.hpp"
+#include "core/ids.hpp"
 #include "core/recovery.hpp"
 #include "core/settings_parser.hpp"
 #include "gateway/json_log_formatter.hpp"
@@ -40,14 +41,14 @@ int serve_on_postgres(const agw::core::settings& config, const agw::core::clock&
   {
     agw::persistence::pg::pg_store first(config.pg_url);
     agw::persistence::pg::prepare_database(first);
-    if (agw::persistence::pg::other_nodes_connected(first, std::chrono::seconds(2))) {
-      spdlog::warn("start-up repair skipped: other gateway nodes serve this database (docs/scale-out.md)");
-    } else {
-      auto report = agw::core::recover_at_startup(first, clock);
-      if (report.runs_interrupted || report.projections_rebuilt)
-        spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
-                     report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
-    }
+    // Runs another node still owns (a live lease) are left to it; the rest (lapsed
+    // leases, none at all) are closed, each under its lease (docs/scale-out.md).
+    const agw::core::repair_lease lease{config.node_id,
+                                        std::chrono::duration_cast<std::chrono::milliseconds>(config.run_lease).count()};
+    auto report = agw::core::recover_at_startup(first, clock, lease);
+    if (report.runs_interrupted || report.projections_rebuilt)
+      spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+                   report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
   }
   agw::persistence::pg::pg_backend storage(config.pg_url);
   // GATEWAY_REDIS_URL: the live fan-out between the nodes (docs/scale-out.md); it outlives
@@ -83,8 +84,11 @@ int main(int argc, char** argv) {
     std::puts("agent-gateway 0.1.0");
     return 0;
   }
-  const auto& config = cli.config;
+  auto config = cli.config;
   configure_logging(config);
+  // This process's name in run leases: unique per process unless the operator names it.
+  if (config.node_id.empty()) config.node_id = agw::core::new_uuid();
+  spdlog::info("node id {}", config.node_id);
   // The process's one clock: every timestamp, TTL, due time and timer below reads it.
   const agw::core::real_clock clock;
   try {

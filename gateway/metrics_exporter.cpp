@@ -106,6 +106,10 @@ void add_plain_families(const core::metrics& s, std::vector<MetricFamily>& out) 
   out.push_back(single("gateway_runs_failed_total", "Agent runs that ended in an error.", T::Counter, s.runs_failed));
   out.push_back(single("gateway_runs_live", "Agent runs in progress.", T::Gauge, s.runs_live));
   out.push_back(single("gateway_events_published_total", "Events committed and released.", T::Counter, s.events_published));
+  out.push_back(single("gateway_runs_fenced_out_total", "Runs stopped because another node took their lease.", T::Counter,
+                       s.runs_fenced_out));
+  out.push_back(single("gateway_runs_taken_over_total", "Runs of a node whose lease lapsed, closed here as interrupted.",
+                       T::Counter, s.runs_taken_over));
   out.push_back(single("gateway_events_followed_total", "Events another node committed, taken on by this node's channels.",
                        T::Counter, s.events_followed));
   out.push_back(single("gateway_fanout_published_total", "Committed batches published to the other nodes (Redis).", T::Counter,

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
 #include <cstdio>
 #include "gateway/auth/keys_reload_signal.hpp"
 
@@ -45,6 +46,23 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   // The agents' upstream client and profiles, before the first request can make an agent.
   core::install_agent_environment(make_agent_environment(config, tools_));
   runs_.limit_runs(config.max_runs);
+  const auto lease = std::chrono::duration_cast<std::chrono::milliseconds>(config.run_lease);
+  runs_.set_leases({config.node_id.empty() ? std::string("local") : config.node_id, lease});
+  if (config.store == core::store_kind::postgres) {
+    // A survivor closes the runs of nodes that stopped renewing their leases (docs/scale-out.md).
+    core::run_takeover::options takeover;
+    takeover.node_id = runs_.leases().node_id;
+    takeover.lease = lease;
+    takeover.interval = lease / 2;
+    takeover.on_repaired = [this](const std::string& session_id, std::int64_t last_id) {
+      // Followers here see the run end: the channel takes on the repair's events; the
+      // other nodes hear of them through the fan-out (no frames: they read the log).
+      if (auto channel = hub_.find(session_id))
+        net::post(channel->strand(), [channel, last_id] { channel->follow_log(last_id); });
+      if (fanout_) fanout_->publish(session_id, last_id, {});
+    };
+    takeover_ = std::make_shared<core::run_takeover>(storage.store, stats_, time, std::move(takeover));
+  }
   app_.timeline = &timeline_;
   app_.state = &state_;
   sessions_.set_default_ttl_ms(config.session_ttl * 1000);
@@ -84,6 +102,7 @@ int server::run() {
     fanout_->start(hub_, stats_);
     follower_->start();
   }
+  if (takeover_) takeover_->start(io_.primary().get_executor());
   auth::reload_keys_on_sighup(io_.primary(), app_.access);
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   auto endpoint = listener_->local_endpoint();
@@ -111,6 +130,7 @@ void server::on_signal(const boost::system::error_code& ec, int signal) {
   // never a refused connection, until the process exits.
   app_.draining = true;
   sweeper_->stop();
+  if (takeover_) takeover_->stop();
   signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
   drain_.start([this] { io_.stop(); });
 }

@@ -18,6 +18,7 @@
 #include "core/services/health_service.hpp"
 #include "core/services/message_service.hpp"
 #include "core/services/run_service.hpp"
+#include "core/services/run_takeover.hpp"
 #include "core/services/session_service.hpp"
 #include "core/services/session_sweeper.hpp"
 #include "core/services/state_service.hpp"
@@ -76,6 +77,7 @@ class server {
   std::shared_ptr<core::event_forwarder> forwarder_;  // event webhooks into the outbox
   core::live_fanout* fanout_;                         // null: a single node
   std::shared_ptr<core::log_follower> follower_;      // a cluster's followers read the log too
+  std::shared_ptr<core::run_takeover> takeover_;      // PostgreSQL: runs of nodes whose lease lapsed
   net::signal_set signals_;
   int signals_seen_ = 0;
 };

@@ -87,6 +87,29 @@ class sqlite_store final : public core::store_connection {
 
   bool try_lead(std::string_view task) override;
 
+  // Run leases: one process owns every run (its channels' reservations decide): every
+  // lease is granted, none recorded (core/storage/run_leases.hpp).
+  std::optional<core::run_lease_record> acquire_run_lease(std::string_view session_id, std::string_view run_id,
+                                                          std::string_view node_id, std::int64_t now_ms,
+                                                          std::int64_t expires_at_ms) override {
+    return local_leases_.acquire_run_lease(session_id, run_id, node_id, now_ms, expires_at_ms);
+  }
+  core::lease_renewal renew_run_lease(std::string_view session_id, std::int64_t token, std::int64_t expires_at_ms) override {
+    return local_leases_.renew_run_lease(session_id, token, expires_at_ms);
+  }
+  bool release_run_lease(std::string_view session_id, std::int64_t token) override {
+    return local_leases_.release_run_lease(session_id, token);
+  }
+  std::optional<core::run_lease_record> find_run_lease(std::string_view session_id) override {
+    return local_leases_.find_run_lease(session_id);
+  }
+  std::vector<core::run_lease_record> lapsed_run_leases(std::int64_t now_ms, std::size_t limit) override {
+    return local_leases_.lapsed_run_leases(now_ms, limit);
+  }
+  bool request_run_abort(std::string_view session_id, std::string_view run_id) override {
+    return local_leases_.request_run_abort(session_id, run_id);
+  }
+
   // The shared journal (sqlite_event_writer). One row holding these batches (of any
   // sessions); returns its seq.
   std::int64_t append_journal(std::span<const core::event_batch_record* const> batches);
@@ -105,6 +128,7 @@ class sqlite_store final : public core::store_connection {
   sqlite_database& database() { return db_; }
 
  private:
+  core::local_run_leases local_leases_;
   void write_labels(const core::session_record& s);
   void insert_checkpoint_row(std::string_view thread_id, std::string_view session_id, std::int64_t version,
                              const core::checkpoint_row& row, std::int64_t created_at_ms);

@@ -7,6 +7,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/storage/store_error.hpp"
+
 namespace agw::core {
 
 namespace net = boost::asio;
@@ -21,13 +23,13 @@ commit_pipeline::commit_pipeline(io_strand strand, std::string session_id, event
       committed_id_(committed_id) {}
 
 void commit_pipeline::push(frame_ptr event) {
-  if (closed_) return;
+  if (closed_ || fenced_) return;
   pending_.push_back(std::move(event));
   flush();
 }
 
 void commit_pipeline::flush() {
-  if (in_flight_ || closed_ || pending_.empty()) return;
+  if (in_flight_ || closed_ || fenced_ || pending_.empty()) return;
   in_flight_ = true;
   // A bounded batch: one log write and one delivery per subscriber stay small, and
   // the rest commits right behind it.
@@ -44,6 +46,7 @@ void commit_pipeline::flush() {
   request.events = *batch;
   request.ends_run = std::any_of(batch->begin(), batch->end(), [](const frame_ptr& f) { return f->type == event_type::done; });
   request.retention = opts_.retention;
+  request.fence = fence_;
   request.executor = strand_;
   request.done = [this, alive = owner_.keep_alive(), batch](std::exception_ptr error) { on_committed(batch, error); };
   log_->append(std::move(request));
@@ -53,7 +56,20 @@ void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   in_flight_ = false;
   in_flight_count_ = 0;
   if (closed_) return;
-  if (error) return retry_later(batch, error);
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const fenced_out& e) {
+      // Another node owns the session's run now: never retried, nothing more written.
+      spdlog::warn("session {}: event batch of {} events fenced out: {}; the run stops", session_id_, batch->size(), e.what());
+      const bool already = fenced_;
+      fence_out();
+      if (!already) owner_.on_fenced_out();
+      return;
+    } catch (...) {
+    }
+    return retry_later(batch, error);
+  }
   committed_id_ = batch->back()->id;
   owner_.released(*batch);
   if (closed_) return;  // the owner closed (a deleted session's run ended)
@@ -65,6 +81,7 @@ void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
 void commit_pipeline::retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
   // Storage refused the batch: keep its frames (ids stay assigned, nothing was
   // released) and retry after a pause; the run waits at the watermark meanwhile.
+  if (fenced_) return;  // the run's lease is gone: these would be refused too
   try {
     std::rethrow_exception(error);
   } catch (const std::exception& e) {
@@ -84,6 +101,13 @@ void commit_pipeline::adopt(std::int64_t last_id) {
   committed_id_ = last_id;
 }
 
+void commit_pipeline::fence_out() {
+  fenced_ = true;
+  pending_.clear();
+  wake(commit_waiters_);
+  wake(watermark_waiters_);
+}
+
 void commit_pipeline::close() {
   closed_ = true;
   pending_.clear();
@@ -98,7 +122,7 @@ void commit_pipeline::wake(std::vector<std::shared_ptr<net::steady_timer>>& wait
 }
 
 net::awaitable<void> commit_pipeline::wait_committed(std::int64_t id) {
-  while (committed_id_ < id && !closed_) {
+  while (committed_id_ < id && !closed_ && !fenced_) {
     auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
     commit_waiters_.push_back(timer);
     co_await timer->async_wait(net::as_tuple(net::use_awaitable));
@@ -106,7 +130,7 @@ net::awaitable<void> commit_pipeline::wait_committed(std::int64_t id) {
 }
 
 net::awaitable<void> commit_pipeline::wait_below_watermark() {
-  while (pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_) {
+  while (pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_ && !fenced_) {
     auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
     watermark_waiters_.push_back(timer);
     co_await timer->async_wait(net::as_tuple(net::use_awaitable));

@@ -37,6 +37,9 @@ class commit_pipeline {
    public:
     virtual ~owner() = default;
     virtual void released(const std::vector<frame_ptr>& batch) = 0;
+    // The store refused a batch as fenced_out (another node took the session's run):
+    // nothing more is written until unfence().
+    virtual void on_fenced_out() = 0;
     virtual std::shared_ptr<const void> keep_alive() = 0;
   };
 
@@ -55,6 +58,19 @@ class commit_pipeline {
   // Idle only: the log holds events up to `last_id` written elsewhere (another node);
   // the next push must carry last_id + 1.
   void adopt(std::int64_t last_id);
+  // Batches from now on carry the run's lease token (event_log_writer::batch::fence; 0: none).
+  void set_fence(std::int64_t token) { fence_ = token; }
+  std::int64_t fence() const { return fence_; }
+  // The run's lease was taken (a fenced_out commit, or a renewal that found it gone):
+  // what is queued is dropped, later pushes too, and every waiter is woken, until
+  // unfence(). A batch already in flight still lands if the store took it.
+  void fence_out();
+  bool fenced() const { return fenced_; }
+  // Idle only: takes pushes again, unfenced, numbering on from committed_id().
+  void unfence() {
+    fenced_ = false;
+    fence_ = 0;
+  }
   // From now on batches are released without being stored (the session is being deleted).
   void store_nothing() { unstored_ = true; }
   // Drops what is queued and wakes every waiter; later completions are ignored.
@@ -76,6 +92,8 @@ class commit_pipeline {
   std::size_t in_flight_count_ = 0;  // events in the batch being committed
   bool in_flight_ = false;
   bool unstored_ = false;
+  std::int64_t fence_ = 0;
+  bool fenced_ = false;
   bool closed_ = false;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> commit_waiters_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> watermark_waiters_;

@@ -3,6 +3,7 @@
 // sleeps on (so an abort cuts a sleep short). Lives on the session's strand;
 // request_abort() may be called from any thread (it posts). The timer is the
 // injected clock's, so tests move a run's time by hand.
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/strand.hpp>
@@ -28,6 +29,9 @@ class run : public std::enable_shared_from_this<run> {
   std::int64_t started_at_ms() const { return started_at_ms_; }
   // The session's last event id when the run began: its events are the ones after it.
   std::int64_t events_before() const { return events_before_; }
+  // Before the run publishes (strand only): the log holds events up to `id` that another
+  // node committed; the run's events come after them.
+  void move_events_before(std::int64_t id) { events_before_ = std::max(events_before_, id); }
   run_summary summary() const { return {id_, started_at_ms_}; }
   event_source source() const { return source_; }
 

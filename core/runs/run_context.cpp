@@ -1,5 +1,7 @@
 #include "core/runs/run_context.hpp"
 
+#include "core/storage/store_error.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -111,7 +113,13 @@ net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_reco
   auto delta = make_checkpoint_delta(session_, ++checkpoint_version_, conversation_, changed_from);
   // The run waits for this write, so its conversation stands still until the job is done.
   delta.whole_state = &conversation_;
-  auto write = [&time = time(), delta = std::move(delta), outbox = std::move(outbox)](store_connection& c) {
+  // Fenced like the run's events: a run whose lease another node took writes no checkpoint.
+  auto write = [&time = time(), delta = std::move(delta), outbox = std::move(outbox), fence = channel_->fence_token(),
+                session_id = session_.id](store_connection& c) {
+    if (fence != 0) {
+      auto held = c.find_run_lease(session_id);
+      if (!held || held->token != fence) throw fenced_out("the session's run lease was taken");
+    }
     save_checkpoint(c, time, delta);
     if (outbox) c.insert_webhook_delivery(*outbox);
   };

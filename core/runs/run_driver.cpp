@@ -4,6 +4,7 @@
 
 #include "core/ids.hpp"
 #include "core/runs/run_context.hpp"
+#include "core/storage/store_error.hpp"
 #include "core/webhooks/webhook_delivery.hpp"
 
 namespace agw::core {
@@ -139,13 +140,34 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   answer.source = std::string(name_of(r->source()));
   answer.status = aborted ? "aborted" : ctx.failure() ? "error" : "complete";
   std::exception_ptr ending_failure;
+  // Another node took the run's lease (it closes the run in the store): nothing more of
+  // it is written here, neither events nor its checkpoint.
+  bool fenced = channel->fenced();
+  if (fenced) answer.status = "interrupted";
   try {
-    auto ending = persist_and_announce(ctx, request, answer, aborted);
-    co_await std::move(ending);
+    if (!fenced) {
+      auto ending = persist_and_announce(ctx, request, answer, aborted);
+      co_await std::move(ending);
+    }
   } catch (...) {
     ending_failure = std::current_exception();
   }
-  if (ending_failure) {
+  // (Deleted mid-run: the lease went with the session's rows; the end still reaches its
+  // followers, unstored, as close_unpersisted says.)
+  if (ending_failure && !fenced && !channel->deleting()) {
+    // The final checkpoint was refused as fenced out: stop as if the events had been.
+    try {
+      std::rethrow_exception(ending_failure);
+    } catch (const fenced_out&) {
+      channel->fence_out();
+      fenced = true;
+      answer.status = "interrupted";
+    } catch (...) {
+    }
+  }
+  if (fenced) {
+    // Nothing to give back: the conversation the survivor closed is newer.
+  } else if (ending_failure) {
     try {
       std::rethrow_exception(ending_failure);
     } catch (const std::exception& e) {
@@ -161,7 +183,9 @@ net::awaitable<void> drive_run(std::shared_ptr<session_channel> channel, std::sh
   log_run_end(ctx, *r, request, answer);
   stats.runs_live--;
   // Counted by how the run really ended: an end that could not be stored is an error.
-  if (aborted)
+  if (fenced) {
+    // counted as runs_fenced_out by the channel
+  } else if (aborted)
     stats.runs_aborted++;
   else if (answer.status == "error")
     stats.runs_failed++;

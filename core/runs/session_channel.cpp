@@ -80,6 +80,7 @@ void session_channel::released(const std::vector<frame_ptr>& batch) {
       if (f->type == event_type::done && f->run_id() == run_->id()) {
         run_.reset();
         run_ended = true;
+        pipeline_.set_fence(0);  // events after the run's done are of no run
         break;
       }
   snapshot_last_id_.store(pipeline_.committed_id());
@@ -210,8 +211,47 @@ void session_channel::release_ring_if_idle() {
   if (!run_ && cursors_.empty() && pipeline_.idle()) ring_.clear();
 }
 
+void session_channel::fence_out() {
+  if (pipeline_.fenced()) return;
+  pipeline_.fence_out();
+  on_fenced_out();
+}
+
+void session_channel::on_fenced_out() {
+  stats_.runs_fenced_out++;
+  if (run_) {
+    spdlog::warn("session {}: run {} lost its lease to another node; it stops without writing more", session_id_, run_->id());
+    run_->request_abort();
+  } else {
+    follow_after_fence();
+  }
+}
+
+void session_channel::follow_after_fence() {
+  if (!pipeline_.fenced() || closed_) return;
+  auto read = [session = session_id_](store_connection& c) {
+    auto s = c.find_session(session);
+    return s ? s->last_event_id : std::int64_t{0};
+  };
+  auto on_read = [self = shared_from_this()](std::exception_ptr error, std::int64_t last_id) {
+    if (self->closed_ || !self->pipeline_.fenced() || self->run_) return;
+    if (error || !self->pipeline_.idle()) {
+      // A batch still in flight (or the read failed): look again shortly.
+      auto timer = std::make_shared<net::steady_timer>(self->strand_, std::chrono::milliseconds(100));
+      timer->async_wait([self, timer](const boost::system::error_code&) { self->follow_after_fence(); });
+      return;
+    }
+    self->pipeline_.unfence();
+    self->next_id_ = self->committed_id() + 1;  // the dropped events' ids were never committed here
+    self->follow_log(last_id);
+  };
+  store_.async_read(std::move(read), net::bind_executor(strand_, std::move(on_read)));
+}
+
 void session_channel::set_live_run(std::shared_ptr<run> r) {
   run_ = std::move(r);
+  if (!run_) pipeline_.set_fence(0);
+  if (!run_ && pipeline_.fenced()) follow_after_fence();
   publish_snapshot();
   if (!run_) wake_idle_waiters();
   // Deleted while a run was only reserved (it never published): nothing else will close us.

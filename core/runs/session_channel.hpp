@@ -124,6 +124,16 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   // error leaves the channel as it was. Runs on the strand (co_spawn it there).
   boost::asio::awaitable<void> follow_log_end();
 
+  // Run ownership across nodes (core/storage/run_leases.hpp): the live run's batches
+  // carry its lease token until its done is committed.
+  void set_fence(std::int64_t token) { pipeline_.set_fence(token); }
+  std::int64_t fence_token() const { return pipeline_.fence(); }
+  // The live run's lease was taken by another node (a renewal found it gone, or the
+  // store refused a batch as fenced_out): the run is asked to stop, nothing more of it
+  // is written, and once it ended the channel follows the log (the new owner's events).
+  void fence_out();
+  bool fenced() const { return pipeline_.fenced(); }
+
   std::shared_ptr<run> live_run() const { return run_; }
   void set_live_run(std::shared_ptr<run> r);
   // Completes (on the strand) once no run is live: at once when none is, else when the
@@ -167,6 +177,9 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   std::shared_ptr<const void> keep_alive() override;
   // commit_pipeline::owner: a batch is committed (or, deleting, released unstored).
   void released(const std::vector<frame_ptr>& batch) override;
+  void on_fenced_out() override;
+  // After a fenced run ended: unfence, number on from what was committed, and follow the log.
+  void follow_after_fence();
 
   void publish_snapshot();
   void close_now();

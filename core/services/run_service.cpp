@@ -1,10 +1,12 @@
 #include "core/services/run_service.hpp"
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/api_error.hpp"
@@ -34,6 +36,17 @@ struct run_service::started_run {
   std::vector<std::string> dequeued;               // ids of the queued messages among them
   std::int64_t taken_up_to = 0;                    // the newest queue seq taken (0: none)
   bool waits_for_client = false;                   // the queue's run: the client owes tool results first
+  std::optional<run_lease_record> lease;           // the run's lease, taken in the same job
+  std::optional<std::string> refused_by;           // another node's run holds the session: nothing was stored
+  std::int64_t log_last = 0;                       // the session's last committed event id (any node's)
+  std::int64_t events_before = 0;                  // where the run's events start: after the log's last id
+};
+
+// The renewal's timer, cancelled when the run ends (on the channel's strand).
+struct run_service::lease_timer {
+  explicit lease_timer(const io_strand& strand) : timer(strand) {}
+  net::steady_timer timer;
+  bool ended = false;
 };
 
 namespace {
@@ -158,12 +171,22 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
     throw api_error(error_code::unavailable, "too many runs in progress; retry later");
   }
   std::exception_ptr failure;
+  bool admission_ended = false;  // given back already (a 409 from another node's lease)
   try {
     auto persisting = persist_user_message(channel, r, session, request, hash);
     auto started = co_await std::move(persisting);
     if (started.existing_key) {
       stats_.runs_admitted--;
       co_return attach(session, *started.existing_key, hash);
+    }
+    if (started.refused_by) {
+      // Another node's run holds the session (its lease): as a local live run would, a
+      // 409 (a cross-node enqueue or interrupt is not offered), or an Idempotency-Key
+      // retry attaches to the run its first attempt started there.
+      stats_.runs_admitted--;
+      admission_ended = true;
+      auto resolving = resolve_conflict(session, request, hash, *started.refused_by);
+      co_return co_await std::move(resolving);
     }
     if (started.turn == 0) {
       // The queue's run found nothing to answer: another run took the queue meanwhile, or
@@ -185,7 +208,7 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
   } catch (...) {
     failure = std::current_exception();
   }
-  if (!manual) stats_.runs_admitted--;
+  if (!manual && !admission_ended) stats_.runs_admitted--;
   std::rethrow_exception(failure);
 }
 
@@ -314,18 +337,68 @@ bool run_service::admit_run() {
 net::awaitable<std::optional<std::string>> run_service::abort(std::string session_id) {
   auto finding = sessions_.require(std::move(session_id));
   auto session = co_await std::move(finding);
-  auto channel = hub_.find(session.id);
-  if (!channel) co_return std::nullopt;
-  auto request_abort = [channel]() -> net::awaitable<std::string> {
-    auto live = channel->live_run();
-    // A run whose end is already decided is as good as idle.
-    if (!live || !live->request_abort()) co_return std::string();
-    co_return live->id();
+  if (auto channel = hub_.find(session.id)) {
+    auto request_abort = [channel]() -> net::awaitable<std::pair<bool, std::string>> {
+      auto live = channel->live_run();
+      if (!live) co_return std::pair{false, std::string()};
+      // A run whose end is already decided is as good as idle.
+      if (!live->request_abort()) co_return std::pair{true, std::string()};
+      co_return std::pair{true, live->id()};
+    };
+    auto aborting = net::co_spawn(channel->strand(), request_abort(), net::use_awaitable);
+    auto [local, run_id] = co_await std::move(aborting);
+    if (local) {
+      if (run_id.empty()) co_return std::nullopt;
+      co_return run_id;
+    }
+  }
+  // No run lives here: another node's may (PostgreSQL). The request is recorded on its
+  // lease, which the owner reads at its next renewal (within a third of the lease).
+  auto record = [id = session.id, node = leases_.node_id](store_connection& c) -> std::optional<std::string> {
+    auto lease = c.find_run_lease(id);
+    if (!lease || lease->node_id == node) return std::nullopt;
+    if (!c.request_run_abort(id, lease->run_id)) return std::nullopt;
+    return lease->run_id;
   };
-  auto aborting = net::co_spawn(channel->strand(), request_abort(), net::use_awaitable);
-  auto run_id = co_await std::move(aborting);
-  if (run_id.empty()) co_return std::nullopt;
-  co_return run_id;
+  co_return co_await store_.async_write(std::move(record), net::use_awaitable);
+}
+
+net::awaitable<void> run_service::keep_lease(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r,
+                                             run_lease_record lease, std::shared_ptr<lease_timer> timer) {
+  const auto period = std::max<std::chrono::milliseconds>(leases_.duration / 3, std::chrono::milliseconds(50));
+  const auto lease_ms = static_cast<std::int64_t>(leases_.duration.count());
+  for (;;) {
+    timer->timer.expires_after(period);
+    auto pausing = timer->timer.async_wait(net::as_tuple(net::use_awaitable));
+    co_await std::move(pausing);
+    if (timer->ended || channel->live_run() != r || channel->closed() || channel->deleting() || channel->fenced()) co_return;
+    auto renew = [id = lease.session_id, token = lease.token, lease_ms, &time = clock_](store_connection& c) {
+      return c.renew_run_lease(id, token, time.wall_ms() + lease_ms);
+    };
+    auto renewing = store_.async_write(std::move(renew), net::as_tuple(net::use_awaitable));
+    auto [error, renewal] = co_await std::move(renewing);
+    if (timer->ended || channel->live_run() != r || channel->closed() || channel->deleting()) co_return;
+    if (error) {
+      // Not known: tried again next time (the lease may lapse meanwhile, then fencing decides).
+      spdlog::warn("run {}: its lease could not be renewed; retrying", r->id());
+      continue;
+    }
+    if (!renewal.held) {
+      spdlog::warn("run {}: its lease was taken by another node; the run stops without writing more", r->id());
+      channel->fence_out();
+      co_return;
+    }
+    if (renewal.abort_requested && r->request_abort()) spdlog::info("run {}: aborted by a request on another node", r->id());
+  }
+}
+
+void run_service::release_lease(const run_lease_record& lease) {
+  auto release = [id = lease.session_id, token = lease.token](store_connection& c) { c.release_run_lease(id, token); };
+  auto after = [id = lease.session_id](std::exception_ptr e) {
+    // Not fatal: the lease lapses and a survivor finds the run ended (nothing to repair).
+    if (e) spdlog::warn("session {}: its run's lease could not be released; it lapses", id);
+  };
+  store_.async_write(std::move(release), std::move(after));
 }
 
 void run_service::abort_all() {
@@ -378,9 +451,9 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
   // queue's run (then only queued messages make the turn).
   std::vector<message_record> input;
   if (!request.content.empty() || !request.tool_results.empty()) input = input_messages(session, request, clock_);
-  auto persist = [session, input, run_id = r->id(), started = r->started_at_ms(), first = r->events_before(),
-                  key = request.idempotency_key, hash, callback_url = request.callback_url, manual, &time = clock_,
-                  cached](store_connection& c) {
+  auto persist = [session, input, run_id = r->id(), started = r->started_at_ms(), before = r->events_before(),
+                  key = request.idempotency_key, hash, callback_url = request.callback_url, manual, &time = clock_, cached,
+                  node = leases_.node_id, lease_ms = static_cast<std::int64_t>(leases_.duration.count())](store_connection& c) {
     started_run out;
     if (key) {
       // Expired keys go first: a key past its TTL starts a new run, it does not attach.
@@ -389,8 +462,28 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
         out.existing_key = existing;
         return out;
       }
-      c.insert_idempotency_key({session.id, *key, hash, run_id, first, time.wall_ms()});
     }
+    if (!manual) {
+      // The session's lease, before anything is written: PostgreSQL decides a race
+      // between nodes (the row's lock orders them); the loser writes nothing (the 409).
+      const auto now = time.wall_ms();
+      out.lease = c.acquire_run_lease(session.id, run_id, node, now, now + lease_ms);
+      if (!out.lease) {
+        auto holder = c.find_run_lease(session.id);
+        out.refused_by = holder ? holder->run_id : std::string();
+        return out;
+      }
+    }
+    // Another node may have written the session's latest events: the run numbers on from the log.
+    if (auto current = c.find_session(session.id)) out.log_last = current->last_event_id;
+    const std::int64_t first = std::max(before, out.log_last);
+    out.events_before = first;
+    // A run that turns out to have nothing to answer gives its lease back in the same job.
+    auto no_run = [&c, &out, &session] {
+      if (out.lease) c.release_run_lease(session.id, out.lease->token);
+      out.lease.reset();
+    };
+    if (key) c.insert_idempotency_key({session.id, *key, hash, run_id, first, time.wall_ms()});
     auto newest = newest_conversation(c, session, cached.get());
     out.conversation = std::move(newest.state);
     out.checkpoint_version = newest.version;
@@ -404,6 +497,7 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
       // for the run those results start (its end starts the queue's run again), or for the
       // next user message, which abandons the calls (docs/frontends.md).
       out.waits_for_client = true;
+      no_run();
       return out;
     } else {
       // The turn: every queued message, in arrival order, then this request's (docs/timeline.md).
@@ -417,7 +511,10 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
     }
     for (const auto& m : input) out.conversation.messages.push_back(m);
     out.turn = out.dequeued.size() + input.size();
-    if (out.turn == 0) return out;  // the queue's run, and another run took the queue
+    if (out.turn == 0) {  // the queue's run, and another run took the queue
+      no_run();
+      return out;
+    }
     const auto first_new = out.conversation.messages.size() - out.turn;
     for (auto i = first_new; i < out.conversation.messages.size(); ++i)
       out.conversation.messages[i].seq = static_cast<std::int64_t>(i + 1);
@@ -434,12 +531,27 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
   } catch (...) {
     failure = std::current_exception();
   }
-  // Nothing was written for a key another POST holds: the conversation is as it was.
-  if (!failure && started.existing_key && cached) conversations_->give_back(session.id, std::move(*cached));
+  // Nothing was written for a key another POST holds, or while another node's run holds the
+  // session: the conversation is as it was.
+  const bool nothing_stored = started.existing_key || started.refused_by;
+  if (!failure && nothing_stored && cached) conversations_->give_back(session.id, std::move(*cached));
   // Nothing was written for a queue another run took: the conversation read is still the newest.
-  if (!failure && !started.existing_key && started.turn == 0)
+  if (!failure && !nothing_stored && started.turn == 0)
     conversations_->give_back(session.id, {started.checkpoint_version, std::move(started.conversation)});
-  if (failure || started.existing_key) {
+  if (!failure && !nothing_stored && started.lease) {
+    // On the strand, before the run publishes anything: the channel takes on what other
+    // nodes committed (the run numbers on from the log) and the run's batches carry its token.
+    auto own = [channel, r, log_last = started.log_last, first = started.events_before,
+                token = started.lease->token]() -> net::awaitable<void> {
+      channel->follow_log(log_last);
+      r->move_events_before(first);
+      channel->set_fence(token);
+      co_return;
+    };
+    auto owning = net::co_spawn(channel->strand(), own(), net::use_awaitable);
+    co_await std::move(owning);
+  }
+  if (failure || nothing_stored) {
     auto releasing = release(channel, r);
     co_await std::move(releasing);
     if (failure) std::rethrow_exception(failure);
@@ -464,10 +576,21 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
                       std::move(started.dequeued),
                       started.taken_up_to};
   auto driver = drive_run(channel, r, std::move(request), std::move(agent_impl), hub_.tools(), stats_);
+  std::shared_ptr<lease_timer> renewals;
+  if (started.lease && started.lease->token != 0) {  // token 0: a single-process store, nothing to renew
+    renewals = std::make_shared<lease_timer>(channel->strand());
+    net::co_spawn(channel->strand(), keep_lease(channel, r, *started.lease, renewals), net::detached);
+  }
   // The admission (admit_run) ends with the run; then the queue's run, if messages wait.
-  auto ended = [this, channel, run_id = r->id()](std::exception_ptr e) {
+  // Its done is committed (or it was fenced out): the lease goes.
+  auto ended = [this, channel, run_id = r->id(), lease = started.lease, renewals](std::exception_ptr e) {
     stats_.runs_admitted--;
+    if (renewals) {
+      renewals->ended = true;
+      renewals->timer.cancel();
+    }
     if (e) spdlog::error("run {} ended by an unexpected exception", run_id);
+    if (lease && lease->token != 0) release_lease(*lease);
     start_queued_if_waiting(channel);
   };
   net::co_spawn(channel->strand(), std::move(driver), net::bind_executor(channel->strand(), std::move(ended)));

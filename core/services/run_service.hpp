@@ -13,6 +13,7 @@
 // (conversation_cache), is thread-safe: any number of strands may use it at once.
 // Time (message stamps, the keys' TTL, the key's wait, the runs' clocks) is the injected clock's.
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "core/runs/conversation_cache.hpp"
 #include "core/runs/multitask.hpp"
 #include "core/session.hpp"
+#include "core/storage/run_leases.hpp"
 #include "core/store_records.hpp"
 #include "core/tools/client_tool.hpp"
 
@@ -94,6 +96,17 @@ class run_service {
   // (or its end is already decided). api_error(not_found) for an unknown session.
   boost::asio::awaitable<std::optional<std::string>> abort(std::string session_id);
 
+  // Run ownership across nodes (docs/scale-out.md): every run takes its session's lease
+  // in the job that stores its user message (PostgreSQL decides between nodes: no lease
+  // is the 409), renews it every third of `duration` while it lives and releases it
+  // when its done is committed. Set before serving.
+  struct lease_options {
+    std::string node_id = "local";
+    std::chrono::milliseconds duration{10000};
+  };
+  void set_leases(lease_options opts) { leases_ = std::move(opts); }
+  const lease_options& leases() const { return leases_; }
+
   // GATEWAY_MAX_RUNS: at most this many runs admitted at once (0: no limit); one more
   // is refused with api_error(unavailable) and stores nothing. Set before serving.
   void limit_runs(std::size_t max) { max_runs_ = max; }
@@ -130,6 +143,12 @@ class run_service {
   void launch(const std::shared_ptr<session_channel>& channel, const std::shared_ptr<run>& r, session_record session,
               started_run started, start_request& request);
   run_start attach(const session_record& session, const idempotency_record& key, const std::string& hash) const;
+  // On the channel's strand, while the run lives: renews its lease every third of the
+  // lease; a lease found taken fences the run out, an abort recorded by another node stops it.
+  struct lease_timer;
+  boost::asio::awaitable<void> keep_lease(std::shared_ptr<session_channel> channel, std::shared_ptr<run> r,
+                                          run_lease_record lease, std::shared_ptr<lease_timer> timer);
+  void release_lease(const run_lease_record& lease);
 
   store_executor& store_;
   session_hub& hub_;
@@ -138,6 +157,7 @@ class run_service {
   const clock& clock_;
   std::function<void()> outbox_written_;
   std::size_t max_runs_ = 0;
+  lease_options leases_;
   // Shared with the runs, which give their conversation back when they end.
   std::shared_ptr<conversation_cache> conversations_ = std::make_shared<conversation_cache>();
 };

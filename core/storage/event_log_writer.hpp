@@ -32,6 +32,9 @@ class event_log_writer {
     std::size_t retention = 0;                     // events the session keeps in its log (0 = all)
     boost::asio::any_io_executor executor;         // where `done` runs (the channel's strand)
     std::function<void(std::exception_ptr)> done;  // after the commit, or with the error (then retry)
+    // The run's lease token (core/storage/run_leases.hpp): written only while it holds the
+    // session's lease, else `done` gets a fenced_out. 0: unfenced (events of no run, SQLite).
+    std::int64_t fence = 0;
   };
 
   // One session's way in. Every open() of one session id returns the same state

@@ -2,8 +2,8 @@
 // One connection to a store: the unit of work that core's services use. It offers
 // every storage port (each names what it holds: session_catalog,
 // conversation_store, event_log, idempotency_keys, message_queue, webhook_outbox,
-// sweep_lock) and the transaction control the store_executor uses, so that what
-// several ports write in one job commits or rolls back together (the final
+// sweep_lock, run_leases) and the transaction control the store_executor uses, so
+// that what several ports write in one job commits or rolls back together (the final
 // checkpoint with its webhook outbox row).
 //
 // NOT thread-safe: the store_executor owns every connection and calls each from
@@ -13,6 +13,7 @@
 #include "core/storage/event_log.hpp"
 #include "core/storage/idempotency_keys.hpp"
 #include "core/storage/message_queue.hpp"
+#include "core/storage/run_leases.hpp"
 #include "core/storage/session_catalog.hpp"
 #include "core/storage/session_state_store.hpp"
 #include "core/storage/store_error.hpp"
@@ -28,7 +29,8 @@ class store_connection : public session_catalog,
                          public message_queue,
                          public webhook_outbox,
                          public session_state_store,
-                         public sweep_lock {
+                         public sweep_lock,
+                         public run_leases {
  public:
   // Transactions. The executor wraps each write job in a savepoint inside one
   // batch transaction, so many jobs share one commit (group commit).

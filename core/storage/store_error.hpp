@@ -9,4 +9,12 @@ class store_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An event batch written with a fencing token that no longer holds the session's run
+// lease (core/storage/run_leases.hpp): another node took the run over. Nothing was
+// written; retrying cannot succeed.
+class fenced_out : public store_error {
+ public:
+  using store_error::store_error;
+};
+
 }  // namespace agw::core

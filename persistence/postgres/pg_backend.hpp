@@ -21,13 +21,6 @@ namespace agw::persistence::pg {
 // Migrates the schema (every node may call it; they take turns).
 void prepare_database(pg_store& store);
 
-// Whether another gateway process is connected to this database, waiting up to
-// `grace` for the connections of one that just died to go. The start-up repair
-// (core::recover_at_startup) closes every run still marked running, so it may run
-// only when no other node is serving: until runs are owned through leases
-// (docs/scale-out.md), a node joining a live cluster skips it.
-bool other_nodes_connected(pg_store& store, std::chrono::milliseconds grace);
-
 class pg_backend {
  public:
   explicit pg_backend(const std::string& url);

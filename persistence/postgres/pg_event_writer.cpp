@@ -5,6 +5,7 @@
 
 #include "core/events/log_codec.hpp"
 #include "core/time_format.hpp"
+#include "persistence/postgres/pg_run_leases.hpp"
 #include "persistence/postgres/pg_store.hpp"
 
 namespace agw::persistence::pg {
@@ -83,14 +84,48 @@ void pg_event_writer::run_job(core::store_connection& c, taken_job& job) {
   }
   job.ran = true;
   job.errors.assign(job.requests.size(), nullptr);
+  auto& store = static_cast<pg_store&>(c);  // this executor's connections are PostgreSQL's (pg_backend)
+  // Fenced batches (a run's, core/storage/run_leases.hpp) go in only while their token
+  // holds the session's lease: one statement checks (and share-locks) every fence of the
+  // cycle, so a takeover either committed before (the batch is refused) or waits for
+  // this commit. The rest are fenced_out and never written.
+  std::vector<std::pair<std::string, std::int64_t>> fences;
+  std::vector<std::size_t> fenced_index;
+  for (std::size_t i = 0; i < job.requests.size(); ++i)
+    if (job.requests[i].b.fence != 0) {
+      fences.emplace_back(job.requests[i].session->session_id, job.requests[i].b.fence);
+      fenced_index.push_back(i);
+    }
+  if (!fences.empty()) {
+    std::vector<bool> held;
+    c.savepoint();
+    try {
+      held = leases_held(store.db(), fences);
+      c.release_savepoint();  // the row locks stay until the commit
+    } catch (...) {
+      // Not known: every batch of the cycle is retried.
+      for (auto& e : job.errors) e = std::current_exception();
+      c.rollback_to_savepoint();
+      c.release_savepoint();
+      return;
+    }
+    for (std::size_t k = 0; k < fenced_index.size(); ++k)
+      if (!held[k]) job.errors[fenced_index[k]] = std::make_exception_ptr(core::fenced_out("the session's run lease was taken"));
+  }
   // The common case: every row in one statement (one round trip), retention trims after.
   std::vector<core::event_batch_record> rows;
-  for (const auto& r : job.requests) rows.push_back(row_of(r.session->session_id, r.b));
-  auto& store = static_cast<pg_store&>(c);  // this executor's connections are PostgreSQL's (pg_backend)
+  std::vector<const request*> writing;
+  for (std::size_t i = 0; i < job.requests.size(); ++i)
+    if (!job.errors[i]) {
+      rows.push_back(row_of(job.requests[i].session->session_id, job.requests[i].b));
+      writing.push_back(&job.requests[i]);
+    }
+  if (rows.empty()) return;
   c.savepoint();
   try {
     store.append_event_rows(rows);
-    for (const auto& r : job.requests) {
+    for (const auto* w : writing) {
+      const auto& r = *w;
       const auto keep = static_cast<std::int64_t>(r.b.retention);
       const auto last = r.b.events.back()->id;
       if (keep > 0 && last > keep) c.trim_events(r.session->session_id, last - keep + 1);
@@ -104,6 +139,7 @@ void pg_event_writer::run_job(core::store_connection& c, taken_job& job) {
   // One row was refused (its session deleted meanwhile, say): each on its own, so the
   // others still commit.
   for (std::size_t i = 0; i < job.requests.size(); ++i) {
+    if (job.errors[i]) continue;  // fenced out
     c.savepoint();
     try {
       write_one(c, job.requests[i]);

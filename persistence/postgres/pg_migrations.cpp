@@ -220,6 +220,12 @@ CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
 ALTER TABLE webhook_deliveries ADD COLUMN claimed_until BIGINT;
 ALTER TABLE session_notices ADD COLUMN claimed_until BIGINT;
 )sql",
+    // 5: an abort posted on a node that does not own the run (docs/scale-out.md): the
+    //    request is recorded on the run's lease row, which the owner reads at its next
+    //    renewal.
+    R"sql(
+ALTER TABLE run_leases ADD COLUMN abort_requested BOOLEAN NOT NULL DEFAULT false;
+)sql",
 };
 
 }  // namespace

@@ -85,6 +85,16 @@ class pg_store final : public core::store_connection {
 
   bool try_lead(std::string_view task) override;
 
+  // run_leases (migrations 2 and 5; pg_run_leases.cpp): PostgreSQL decides between nodes.
+  std::optional<core::run_lease_record> acquire_run_lease(std::string_view session_id, std::string_view run_id,
+                                                          std::string_view node_id, std::int64_t now_ms,
+                                                          std::int64_t expires_at_ms) override;
+  core::lease_renewal renew_run_lease(std::string_view session_id, std::int64_t token, std::int64_t expires_at_ms) override;
+  bool release_run_lease(std::string_view session_id, std::int64_t token) override;
+  std::optional<core::run_lease_record> find_run_lease(std::string_view session_id) override;
+  std::vector<core::run_lease_record> lapsed_run_leases(std::int64_t now_ms, std::size_t limit) override;
+  bool request_run_abort(std::string_view session_id, std::string_view run_id) override;
+
   // Many sessions' event rows in one statement (the event writer's batch): one round
   // trip however many sessions a writer cycle carries. All or nothing.
   void append_event_rows(const std::vector<core::event_batch_record>& rows);

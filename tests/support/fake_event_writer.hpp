@@ -31,7 +31,12 @@ class fake_event_writer final : public core::event_log_writer {
 
 inline void fake_event_writer::log::append(batch b) {
   core::event_batch_record row{session_id_, b.events.front()->id, b.events.back()->id, core::encode_log_frames(b.events), 0};
-  auto job = [row = std::move(row), keep = static_cast<std::int64_t>(b.retention)](core::store_connection& c) {
+  auto job = [row = std::move(row), keep = static_cast<std::int64_t>(b.retention), fence = b.fence](core::store_connection& c) {
+    // Fenced like PostgreSQL's writer: only while the token holds the session's lease.
+    if (fence != 0) {
+      auto held = c.find_run_lease(row.session_id);
+      if (!held || held->token != fence) throw core::fenced_out("the session's run lease was taken");
+    }
     c.append_events(row);
     if (keep > 0 && row.last_id > keep) c.trim_events(row.session_id, row.last_id - keep + 1);
   };

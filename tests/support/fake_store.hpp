@@ -65,6 +65,9 @@ struct fake_data {
   std::map<std::string, std::int64_t, std::less<>> event_webhook_cursors;          // by session id
   std::vector<core::webhook_delivery_record> notices;                              // deliveries that outlive their session
   std::map<std::string, std::int64_t, std::less<>> webhook_claims;                 // claimed_until by delivery (or notice) id
+  // Run leases as PostgreSQL keeps them (core/storage/run_leases.hpp): one row per session,
+  // run_id empty when free; the token only grows.
+  std::map<std::string, core::run_lease_record, std::less<>> leases;
 };
 
 class fake_connection;
@@ -444,6 +447,59 @@ class fake_connection final : public core::store_connection {
   }
   std::optional<core::checkpoint_record> latest_checkpoint(std::string_view thread_id) override {
     return read("latest_checkpoint", [&](fake_data& d) { return fake_checkpoints::latest_text(d.checkpoints, thread_id); });
+  }
+
+  // --- run leases ---
+  std::optional<core::run_lease_record> acquire_run_lease(std::string_view session_id, std::string_view run_id,
+                                                          std::string_view node_id, std::int64_t now_ms,
+                                                          std::int64_t expires_at_ms) override {
+    return write("acquire_run_lease", [&](fake_data& d) -> std::optional<core::run_lease_record> {
+      auto& l = d.leases[std::string(session_id)];
+      const bool free = l.run_id.empty() || l.expires_at_ms <= now_ms || l.node_id == node_id;
+      if (!free) return std::nullopt;
+      l = {std::string(session_id), std::string(run_id), std::string(node_id), l.token + 1, expires_at_ms, false};
+      return l;
+    });
+  }
+  core::lease_renewal renew_run_lease(std::string_view session_id, std::int64_t token, std::int64_t expires_at_ms) override {
+    return write("renew_run_lease", [&](fake_data& d) -> core::lease_renewal {
+      auto it = d.leases.find(session_id);
+      if (it == d.leases.end() || it->second.token != token || it->second.run_id.empty()) return {};
+      it->second.expires_at_ms = expires_at_ms;
+      return {true, it->second.abort_requested};
+    });
+  }
+  bool release_run_lease(std::string_view session_id, std::int64_t token) override {
+    return write("release_run_lease", [&](fake_data& d) {
+      auto it = d.leases.find(session_id);
+      if (it == d.leases.end() || it->second.token != token || it->second.run_id.empty()) return false;
+      it->second.run_id.clear();
+      it->second.node_id.clear();
+      return true;
+    });
+  }
+  std::optional<core::run_lease_record> find_run_lease(std::string_view session_id) override {
+    return read("find_run_lease", [&](fake_data& d) -> std::optional<core::run_lease_record> {
+      auto it = d.leases.find(session_id);
+      if (it == d.leases.end() || it->second.run_id.empty()) return std::nullopt;
+      return it->second;
+    });
+  }
+  std::vector<core::run_lease_record> lapsed_run_leases(std::int64_t now_ms, std::size_t limit) override {
+    return read("lapsed_run_leases", [&](fake_data& d) {
+      std::vector<core::run_lease_record> out;
+      for (const auto& [id, l] : d.leases)
+        if (!l.run_id.empty() && l.expires_at_ms <= now_ms && out.size() < limit) out.push_back(l);
+      return out;
+    });
+  }
+  bool request_run_abort(std::string_view session_id, std::string_view run_id) override {
+    return write("request_run_abort", [&](fake_data& d) {
+      auto it = d.leases.find(session_id);
+      if (it == d.leases.end() || it->second.run_id != run_id) return false;
+      it->second.abort_requested = true;
+      return true;
+    });
   }
 
   // --- event log ---
