@@ -38,10 +38,15 @@ free_port() {
   return 1
 }
 
-# Waits until url answers 200 (at most ~30 s: a loaded 2-core machine starts slowly).
+# Waits until url answers 200 (at most ~30 s: a loaded 2-core machine starts slowly),
+# and no longer than process $2 (when given) lives.
 wait_ready() {
   for _ in $(seq 300); do
     curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then
+      echo "cluster: the process behind $1 exited" >&2
+      return 1
+    fi
     sleep 0.1
   done
   echo "cluster: $1 did not become ready" >&2
@@ -101,7 +106,7 @@ up() {
       GATEWAY_HOST=127.0.0.1 GATEWAY_PORT="$port" \
       GATEWAY_LOG_LEVEL="${GATEWAY_LOG_LEVEL:-warn}" "$binary" </dev/null >"$dir/node$i.log" 2>&1 &
     echo $! >"$dir/node$i.pid"
-    wait_ready "http://127.0.0.1:$port/readyz"
+    wait_ready "http://127.0.0.1:$port/readyz" "$(cat "$dir/node$i.pid")"
     echo "node $i: http://127.0.0.1:$port (pid $(cat "$dir/node$i.pid"))"
     servers+="    server 127.0.0.1:$port max_fails=1 fail_timeout=5s;"$'\n'
   done
