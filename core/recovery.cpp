@@ -60,7 +60,12 @@ struct lease_hold {
   std::string session_id;
   std::optional<run_lease_record> held;
   ~lease_hold() {
-    if (held) c.release_run_lease(session_id, held->token);
+    // Unwinding from a failed repair, the transaction is aborted and this throws too; the
+    // rollback undoes the taking anyway. A destructor must not throw.
+    try {
+      if (held) c.release_run_lease(session_id, held->token);
+    } catch (...) {
+    }
   }
 };
 bool take_lease(lease_hold& hold, const clock& time, std::string_view run_id, const repair_lease& lease) {
@@ -167,8 +172,10 @@ recovery_report recover_at_startup(store_connection& c, const clock& time, const
       spdlog::error("start-up repair of session {} failed: {}", id, e.what());
     }
   }
-  // Webhook claims are the process before's (no other process serves the store now):
-  // released, so an attempt a crash cut is sent again at once, not when its claim expires.
+  // Webhook claims this process made before it stopped (SQLite: every claim, no other
+  // process serves the store; PostgreSQL: the claims under this node's id, the other
+  // nodes' attempts are under way) are released, so an attempt a crash cut is sent
+  // again at once, not when its claim expires.
   c.begin_batch();
   try {
     c.release_webhook_claims();

@@ -81,7 +81,7 @@ std::vector<std::shared_ptr<session_channel>> session_hub::all_channels() const 
 void session_hub::committed_elsewhere(const std::string& session_id, std::int64_t last_id, std::vector<frame_ptr> frames) {
   auto c = find(session_id);
   if (!c) return;
-  net::post(c->strand(), [c, last_id, frames = std::move(frames)]() mutable { c->follow_log(last_id, std::move(frames)); });
+  net::post(c->strand(), [c, last_id, frames = std::move(frames)]() mutable { c->follow_news(last_id, std::move(frames)); });
 }
 
 std::shared_ptr<agent> session_hub::agent_for(const session_record& session) { return providers_.make_agent(session); }

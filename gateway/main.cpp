@@ -39,7 +39,7 @@ void ensure_parent_directory(const std::string& db_path) {
 // GATEWAY_STORE=postgres (docs/scale-out.md): migrate, repair, serve, as below on SQLite.
 int serve_on_postgres(const agw::core::settings& config, const agw::core::clock& clock) {
   {
-    agw::persistence::pg::pg_store first(config.pg_url);
+    agw::persistence::pg::pg_store first(config.pg_url, config.node_id);
     agw::persistence::pg::prepare_database(first);
     // Runs another node still owns (a live lease) are left to it; the rest (lapsed
     // leases, none at all) are closed, each under its lease (docs/scale-out.md).
@@ -50,7 +50,7 @@ int serve_on_postgres(const agw::core::settings& config, const agw::core::clock&
       spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
                    report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
   }
-  agw::persistence::pg::pg_backend storage(config.pg_url);
+  agw::persistence::pg::pg_backend storage(config.pg_url, config.node_id);
   // GATEWAY_REDIS_URL: the live fan-out between the nodes (docs/scale-out.md); it outlives
   // the server, which starts and stops it.
   std::unique_ptr<agw::persistence::redis::redis_fanout> fanout;

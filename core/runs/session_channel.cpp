@@ -7,6 +7,8 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
@@ -130,6 +132,18 @@ net::awaitable<void> session_channel::follow_log_end() {
     co_return;  // the caller decides as if nothing were newer
   }
   follow_log(last);
+}
+
+void session_channel::follow_news(std::int64_t last_id, std::vector<frame_ptr> frames) {
+  if (closed_ || last_id <= committed_id()) return;
+  // Frames that follow on are the events themselves (decoded consecutive from their first id).
+  if (!frames.empty() && frames.front()->id <= committed_id() + 1 && frames.back()->id == last_id) {
+    follow_log(last_id, std::move(frames));
+    return;
+  }
+  // Only news of a later end (a lost message, an empty one): the store says where the log
+  // ends, so that no message moves the sequence past what is written.
+  net::co_spawn(strand_, follow_log_end(), net::detached);
 }
 
 net::awaitable<void> session_channel::wait_committed() {

@@ -123,6 +123,10 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   // an id it saw on another node, before this node heard of it. One store read; a store
   // error leaves the channel as it was. Runs on the strand (co_spawn it there).
   boost::asio::awaitable<void> follow_log_end();
+  // What the fan-out heard from another node: follow_log with the frames when they follow
+  // on from what the channel holds, else follow_log_end (the store, not the message, says
+  // how far the log goes).
+  void follow_news(std::int64_t last_id, std::vector<frame_ptr> frames);
 
   // Run ownership across nodes (core/storage/run_leases.hpp): the live run's batches
   // carry its lease token until its done is committed.

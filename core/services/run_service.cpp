@@ -15,6 +15,7 @@
 #include "core/content_hash.hpp"
 #include "core/ids.hpp"
 #include "core/projection.hpp"
+#include "core/recovery.hpp"
 #include "core/runs/run.hpp"
 #include "core/runs/run_driver.hpp"
 #include "core/runs/run_reservation.hpp"
@@ -467,6 +468,12 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
       // The session's lease, before anything is written: PostgreSQL decides a race
       // between nodes (the row's lock orders them); the loser writes nothing (the 409).
       const auto now = time.wall_ms();
+      // A dead node's run whose lease lapsed and that no survivor has closed yet: closed
+      // here first, as the takeover would (error + done, partial content), or taking its
+      // lease would leave it open for ever.
+      if (auto held = c.find_run_lease(session.id);
+          held && !held->run_id.empty() && held->node_id != node && held->expires_at_ms <= now)
+        repair_lapsed_run(c, time, session.id, repair_lease{node, lease_ms});
       out.lease = c.acquire_run_lease(session.id, run_id, node, now, now + lease_ms);
       if (!out.lease) {
         auto holder = c.find_run_lease(session.id);
@@ -474,8 +481,10 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
         return out;
       }
     }
-    // Another node may have written the session's latest events: the run numbers on from the log.
-    if (auto current = c.find_session(session.id)) out.log_last = current->last_event_id;
+    // Another node may have written the session's latest events: the run numbers on from the
+    // log. (Token 0: a store one process serves, SQLite; its channel knows the last id.)
+    if (!(out.lease && out.lease->token == 0))
+      if (auto current = c.find_session(session.id)) out.log_last = current->last_event_id;
     const std::int64_t first = std::max(before, out.log_last);
     out.events_before = first;
     // A run that turns out to have nothing to answer gives its lease back in the same job.
@@ -538,7 +547,7 @@ net::awaitable<run_service::started_run> run_service::persist_user_message(const
   // Nothing was written for a queue another run took: the conversation read is still the newest.
   if (!failure && !nothing_stored && started.turn == 0)
     conversations_->give_back(session.id, {started.checkpoint_version, std::move(started.conversation)});
-  if (!failure && !nothing_stored && started.lease) {
+  if (!failure && !nothing_stored && started.lease && started.lease->token != 0) {
     // On the strand, before the run publishes anything: the channel takes on what other
     // nodes committed (the run numbers on from the log) and the run's batches carry its token.
     auto own = [channel, r, log_last = started.log_last, first = started.events_before,

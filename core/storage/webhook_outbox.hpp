@@ -38,8 +38,10 @@ class webhook_outbox {
   // Appends the attempt, moves the delivery on and releases its claim; false when the
   // delivery is gone (session deleted).
   virtual bool record_webhook_attempt(const webhook_attempt_outcome& outcome) = 0;
-  // Releases every claim: start-up repair, when no other process serves the store (the
-  // claims of a process that is gone would otherwise hold their deliveries until expiry).
+  // Start-up repair: releases the claims this process's store connection made in an
+  // earlier life (a process that is gone would otherwise hold its deliveries until the
+  // claims expire): every claim of a store one process serves; on a shared store the
+  // claims of this node (PostgreSQL: claimed_by, the node id).
   virtual void release_webhook_claims() = 0;
   // Queues a delivery again now, with a fresh retry schedule; false when there is no such delivery.
   virtual bool requeue_webhook_delivery(std::string_view delivery_id, std::int64_t now_ms) = 0;

@@ -23,7 +23,8 @@ void prepare_database(pg_store& store);
 
 class pg_backend {
  public:
-  explicit pg_backend(const std::string& url);
+  // `node_id`: this node's name on its webhook claims (pg_store).
+  explicit pg_backend(const std::string& url, const std::string& node_id = "");
   ~pg_backend();
   pg_backend(const pg_backend&) = delete;
   pg_backend& operator=(const pg_backend&) = delete;

@@ -214,11 +214,12 @@ CREATE INDEX session_notices_due ON session_notices (status, next_attempt_at);
 )sql",
     // 4: webhook claims (docs/scale-out.md, "Webhooks"; SQLite's migration 8): a
     //    delivery or notice a node's dispatcher took is claimed until claimed_until
-    //    (NULL: not claimed); other nodes skip it until then, or until its attempt is
-    //    recorded (which clears it). A node that dies mid-attempt leaves it to expire.
+    //    (NULL: not claimed) by the node claimed_by; other nodes skip it until then, or
+    //    until its attempt is recorded (which clears it). A node that dies mid-attempt
+    //    leaves it to expire, or releases it when it starts again under its node id.
     R"sql(
-ALTER TABLE webhook_deliveries ADD COLUMN claimed_until BIGINT;
-ALTER TABLE session_notices ADD COLUMN claimed_until BIGINT;
+ALTER TABLE webhook_deliveries ADD COLUMN claimed_until BIGINT, ADD COLUMN claimed_by TEXT;
+ALTER TABLE session_notices ADD COLUMN claimed_until BIGINT, ADD COLUMN claimed_by TEXT;
 )sql",
     // 5: an abort posted on a node that does not own the run (docs/scale-out.md): the
     //    request is recorded on the run's lease row, which the owner reads at its next

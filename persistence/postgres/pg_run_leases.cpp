@@ -73,7 +73,9 @@ bool release_run_lease(connection& c, std::string_view session_id, std::int64_t 
 
 std::optional<run_lease> find_run_lease(connection& c, std::string_view session_id) {
   static const std::string sql =
-      std::string("SELECT ") + lease_columns + " FROM run_leases WHERE session_id = $1 AND run_id IS NOT NULL";
+      // FOR SHARE: a check made with it (a run's final checkpoint is fenced by it) holds
+      // until the transaction ends; a takeover waits for it rather than slipping in between.
+      std::string("SELECT ") + lease_columns + " FROM run_leases WHERE session_id = $1 AND run_id IS NOT NULL FOR SHARE";
   auto r = c.run(sql, params().add(session_id));
   if (r.rows() == 0) return std::nullopt;
   return read_lease(r, 0);

@@ -18,7 +18,9 @@ namespace agw::persistence::pg {
 class pg_store final : public core::store_connection {
  public:
   // Connects; the schema must be migrated (pg_migrations.hpp) by whoever starts first.
-  explicit pg_store(const std::string& url) : db_(url) {}
+  // `node_id` names this node's webhook claims (claimed_by), so that its start-up repair
+  // releases its own claims only: other nodes' attempts are under way.
+  explicit pg_store(const std::string& url, std::string node_id = "") : db_(url), node_id_(std::move(node_id)) {}
 
   void begin_batch() override;
   void commit_batch() override;
@@ -107,6 +109,7 @@ class pg_store final : public core::store_connection {
                              std::int64_t message_count, std::int64_t delta_bytes, std::int64_t snapshot_bytes,
                              const std::string& text, std::int64_t created_at_ms);
   connection db_;
+  std::string node_id_;  // claimed_by of this node's webhook claims
 };
 
 }  // namespace agw::persistence::pg

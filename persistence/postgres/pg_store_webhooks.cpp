@@ -110,13 +110,15 @@ std::vector<core::webhook_delivery_record> pg_store::claim_due_webhook_deliverie
       "status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $1::bigint) FOR UPDATE SKIP LOCKED), "
       "locked_n AS (SELECT id FROM session_notices WHERE id IN (SELECT id FROM cand WHERE t = 'n') AND "
       "status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $1::bigint) FOR UPDATE SKIP LOCKED), "
-      "claimed_d AS (UPDATE webhook_deliveries SET claimed_until = $2::bigint WHERE id IN (SELECT id FROM locked_d) "
+      "claimed_d AS (UPDATE webhook_deliveries SET claimed_until = $2::bigint, claimed_by = $4 WHERE id IN (SELECT id FROM "
+      "locked_d) "
       "RETURNING " AGW_PG_DELIVERY_COLUMNS
       "), "
-      "claimed_n AS (UPDATE session_notices SET claimed_until = $2::bigint WHERE id IN (SELECT id FROM locked_n) "
+      "claimed_n AS (UPDATE session_notices SET claimed_until = $2::bigint, claimed_by = $4 WHERE id IN (SELECT id FROM "
+      "locked_n) "
       "RETURNING id, webhook_id, session_id, ''::text, url, payload, status, attempt_count, next_attempt_at, created_at) "
       "SELECT * FROM claimed_d UNION ALL SELECT * FROM claimed_n ORDER BY next_attempt_at",
-      params().add(now_ms).add(claim_until_ms).add(static_cast<std::int64_t>(limit)));
+      params().add(now_ms).add(claim_until_ms).add(static_cast<std::int64_t>(limit)).add(node_id_));
   std::vector<core::webhook_delivery_record> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(read_delivery(r, i));
   return out;
@@ -134,8 +136,10 @@ std::optional<std::int64_t> pg_store::next_webhook_due_ms(std::int64_t after_ms)
 }
 
 void pg_store::release_webhook_claims() {
-  db_.run("UPDATE webhook_deliveries SET claimed_until = NULL WHERE claimed_until IS NOT NULL");
-  db_.run("UPDATE session_notices SET claimed_until = NULL WHERE claimed_until IS NOT NULL");
+  // This node's claims only (a node restarted under its GATEWAY_NODE_ID after a crash):
+  // the other nodes' attempts are under way, and their claims end when they record them.
+  db_.run("UPDATE webhook_deliveries SET claimed_until = NULL, claimed_by = NULL WHERE claimed_by = $1", params().add(node_id_));
+  db_.run("UPDATE session_notices SET claimed_until = NULL, claimed_by = NULL WHERE claimed_by = $1", params().add(node_id_));
 }
 
 bool pg_store::try_lead(std::string_view task) {

@@ -90,6 +90,15 @@ struct two_nodes {
   two_nodes() {
     a.fanout.peer = &b.hub;
     b.fanout.peer = &a.hub;
+    // The session's row: its last_event_id is what a node asks the store when a message
+    // says only that the log grew (session_channel::follow_news).
+    db.seed([](agw::test::fake_data& d) {
+      agw::core::session_record s;
+      s.id = sid;
+      s.thread_id = sid;
+      d.sessions[sid] = s;
+      d.session_rowids[sid] = d.next_rowid++;
+    });
   }
   ~two_nodes() {
     settle();
