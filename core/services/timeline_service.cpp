@@ -46,6 +46,14 @@ timeline_service::timeline_service(store_executor& store, session_hub& hub, std:
 net::awaitable<std::int64_t> timeline_service::append_custom(session_record session, custom_event event) {
   auto channel = hub_.channel(session.id, session.last_event_id);
   auto append = [channel, event = std::move(event)]() -> net::awaitable<std::int64_t> {
+    // An event of no run takes no lease (docs/scale-out.md, "Events of no run"): on a
+    // cluster the channel first takes on what other nodes wrote, so that it numbers on
+    // from the log's end rather than from what it last heard. (Narrows the race; the
+    // session routing is what makes it safe.)
+    if (!channel->live_run()) {
+      auto catching_up = channel->follow_log_end();
+      co_await std::move(catching_up);
+    }
     boost::json::object data{{"data", event.data}};
     const auto id = channel->publish_outside_run(event_type::custom, event.source, data);
     // The id is answered only once durable: a crash cannot take it back and hand it out again.
@@ -105,6 +113,9 @@ net::awaitable<operator_reply> timeline_service::post_operator_message(session_r
   conversations_->give_back(session.id, {saved.version, std::move(saved.state)});
   auto announce = [channel, r, stored, stream = message.stream]() -> net::awaitable<void> {
     const auto from = r->source();
+    // As for a custom event: number on from the log's end (another node may have written).
+    auto catching_up = channel->follow_log_end();
+    co_await std::move(catching_up);
     if (stream) {
       // Like an agent's answer: clients that render runs render this one.
       for (const auto& token : words_of(stored.content)) channel->publish(r->id(), event_type::token, "content", token, from);
