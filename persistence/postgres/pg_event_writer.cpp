@@ -126,6 +126,7 @@ void pg_event_writer::run_job(core::store_connection& c, taken_job& job) {
     store.append_event_rows(rows);
     for (const auto* w : writing) {
       const auto& r = *w;
+      if (r.b.fence != 0 && r.b.ends_run) mark_run_ended(store.db(), r.session->session_id, r.b.fence);
       const auto keep = static_cast<std::int64_t>(r.b.retention);
       const auto last = r.b.events.back()->id;
       if (keep > 0 && last > keep) c.trim_events(r.session->session_id, last - keep + 1);
@@ -143,6 +144,8 @@ void pg_event_writer::run_job(core::store_connection& c, taken_job& job) {
     c.savepoint();
     try {
       write_one(c, job.requests[i]);
+      if (job.requests[i].b.fence != 0 && job.requests[i].b.ends_run)
+        mark_run_ended(store.db(), job.requests[i].session->session_id, job.requests[i].b.fence);
       c.release_savepoint();
     } catch (...) {
       job.errors[i] = std::current_exception();

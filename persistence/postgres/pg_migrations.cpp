@@ -227,6 +227,11 @@ ALTER TABLE session_notices ADD COLUMN claimed_until BIGINT, ADD COLUMN claimed_
     R"sql(
 ALTER TABLE run_leases ADD COLUMN abort_requested BOOLEAN NOT NULL DEFAULT false;
 )sql",
+    // 6: a run whose done is in the log (pg_run_leases.hpp, mark_run_ended): its lease
+    //    may be taken by any node from then on, before its owner releases it.
+    R"sql(
+ALTER TABLE run_leases ADD COLUMN run_ended BOOLEAN NOT NULL DEFAULT false;
+)sql",
 };
 
 }  // namespace

@@ -21,8 +21,8 @@ std::optional<run_lease> acquire_run_lease(connection& c, std::string_view sessi
       std::string("INSERT INTO run_leases (") + lease_columns +
       ") VALUES ($1, $2, $3, 1, $5, false) ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
       "node_id = excluded.node_id, token = run_leases.token + 1, expires_at = excluded.expires_at, "
-      "abort_requested = false WHERE run_leases.run_id IS NULL OR run_leases.expires_at <= $4 "
-      "OR run_leases.node_id = excluded.node_id RETURNING " +
+      "abort_requested = false, run_ended = false WHERE run_leases.run_id IS NULL OR run_leases.expires_at <= $4 "
+      "OR run_leases.node_id = excluded.node_id OR run_leases.run_ended RETURNING " +
       lease_columns;
   auto r = c.run(sql, params().add(session_id).add(run_id).add(node_id).add(now_ms).add(expires_at_ms));
   if (r.rows() == 0) return std::nullopt;
@@ -69,6 +69,11 @@ bool release_run_lease(connection& c, std::string_view session_id, std::int64_t 
   return c.run("UPDATE run_leases SET run_id = NULL, node_id = NULL WHERE session_id = $1 AND token = $2 AND run_id IS NOT NULL",
                params().add(session_id).add(token))
              .affected() > 0;
+}
+
+void mark_run_ended(connection& c, std::string_view session_id, std::int64_t token) {
+  c.run("UPDATE run_leases SET run_ended = true WHERE session_id = $1 AND token = $2 AND run_id IS NOT NULL",
+        params().add(session_id).add(token));
 }
 
 std::optional<run_lease> find_run_lease(connection& c, std::string_view session_id) {

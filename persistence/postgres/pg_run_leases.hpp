@@ -41,6 +41,10 @@ bool request_run_abort(connection& c, std::string_view session_id, std::string_v
 std::vector<bool> leases_held(connection& c, const std::vector<std::pair<std::string, std::int64_t>>& fences);
 // The run ended: the lease is free (the token stays, so the next one is larger).
 bool release_run_lease(connection& c, std::string_view session_id, std::int64_t token);
+// The run's done is in the log (written in this transaction): from its commit on, any
+// node may take the lease (migration 6), so a client that answers `done` at once on
+// another node never meets the 409 of a run that has ended but not yet released it.
+void mark_run_ended(connection& c, std::string_view session_id, std::int64_t token);
 // The session's current lease, if a run holds one (lapsed or not).
 std::optional<run_lease> find_run_lease(connection& c, std::string_view session_id);
 // Leases whose holder stopped renewing (expires_at <= now_ms), oldest expiry first.

@@ -247,6 +247,18 @@ test('two POSTs racing on two nodes: one run, one 409, every time', { timeout: 6
   }
 });
 
+test('a message answering done at once on another node is never a 409', { timeout: 60000 }, async () => {
+  // The run's lease is free from its done's commit on (run_ended), not from its release.
+  const sessionId = await newSession({ tokens: 3 });
+  for (let round = 0; round < 20; round++) {
+    const node = cluster.nodes[round % 2];
+    const res = await startRun(node, sessionId, `round ${round}`);
+    const body = await res.text();
+    assert.equal(res.status, 200, `round ${round} on ${node}: ${body.slice(0, 200)}`);
+    assert.match(body, /event: done/);
+  }
+});
+
 test('the same Idempotency-Key on two nodes gives one run', { timeout: 30000 }, async () => {
   const [a, b] = cluster.nodes;
   const sessionId = await newSession({ tokens: 30, tokens_per_second: 100 });
