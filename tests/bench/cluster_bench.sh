@@ -19,7 +19,7 @@ sseload="${SSELOAD:-$HOME/sseload}"
 export AGW_CLUSTER_DIR="$(mktemp -d /tmp/agw-cluster-bench.XXXXXX)/cluster"
 chmod 755 "$(dirname "$AGW_CLUSTER_DIR")"
 export AGW_CLUSTER_BALANCE=spread
-trap '"$root/scripts/cluster.sh" down >/dev/null 2>&1 || true; rmdir "$(dirname "$AGW_CLUSTER_DIR")" 2>/dev/null || true' EXIT
+trap '"$root/scripts/cluster.sh" down >/dev/null 2>&1 || true; rm -f "$AGW_CLUSTER_DIR".reps "$AGW_CLUSTER_DIR".summary; rmdir "$(dirname "$AGW_CLUSTER_DIR")" 2>/dev/null || true' EXIT
 
 ticks() {  # utime + stime of the given PIDs, in clock ticks
   local sum=0 pid
@@ -40,11 +40,14 @@ for nodes in 1 2; do
   for workload in "stream -c 1000 -k 100 -r 20 -min-time 10s" "fanout -s 1000 -k 200 -min-time 10s"; do
     before_gw="$(ticks $node_pids)"
     before_pg="$(ticks $pg_pids)"
+    # sseload: one JSON line per repetition on stdout, the medians (human) on stderr.
     # shellcheck disable=SC2086
-    summary="$("$sseload" $workload -base "$lb" -reps "$reps" -label "${nodes}node" 2>/dev/null | tail -1)"
+    "$sseload" $workload -base "$lb" -reps "$reps" -label "${nodes}node" >"$AGW_CLUSTER_DIR.reps" 2>"$AGW_CLUSTER_DIR.summary"
     gw_s="$(awk -v a="$(ticks $node_pids)" -v b="$before_gw" -v hz="$hz" 'BEGIN { printf "%.1f", (a - b) / hz }')"
     pg_s="$(awk -v a="$(ticks $pg_pids)" -v b="$before_pg" -v hz="$hz" 'BEGIN { printf "%.1f", (a - b) / hz }')"
-    echo "{\"nodes\":$nodes,\"workload\":\"${workload%% *}\",\"gateway_cpu_s\":$gw_s,\"postgres_cpu_s\":$pg_s,\"sseload\":$summary}"
+    # CPU seconds are over all the repetitions of the workload.
+    echo "{\"nodes\":$nodes,\"workload\":\"${workload%% *}\",\"gateway_cpu_s\":$gw_s,\"postgres_cpu_s\":$pg_s,\"reps\":[$(paste -sd, "$AGW_CLUSTER_DIR.reps")]}"
+    sed -n '/medians over/,$p' "$AGW_CLUSTER_DIR.summary" | sed "s/^/# /"
   done
   "$root/scripts/cluster.sh" down >/dev/null
 done
