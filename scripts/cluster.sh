@@ -28,7 +28,9 @@ binary="${AGW_GATEWAY_BINARY:-$root/build/agent-gateway}"
 free_port() {
   local port
   for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 30000))
+    # Below Linux's ephemeral range (32768 and up by default): a port taken there by an
+    # outgoing connection between this check and the server's bind failed starts.
+    port=$((20000 + RANDOM % 12000))
     if ! ss -ltnH "sport = :$port" | grep -q .; then
       echo "$port"
       return 0
