@@ -184,6 +184,10 @@ void add_store_families(const app_context& app, std::vector<MetricFamily>& out) 
   out.push_back(std::move(rejected));
   out.push_back(histogram_family("gateway_store_commit_duration_seconds", "Seconds one write batch took to commit.",
                                  app.health.commit_latency()));
+  out.push_back(histogram_family("gateway_event_commit_wait_seconds",
+                                 "Seconds from an event batch's oldest event being published to its release to subscribers "
+                                 "(the longest any of its events waited to be durable).",
+                                 app.stats.event_commit_wait_seconds));
 }
 
 }  // namespace

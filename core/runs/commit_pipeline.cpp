@@ -25,6 +25,7 @@ commit_pipeline::commit_pipeline(io_strand strand, std::string session_id, event
 void commit_pipeline::push(frame_ptr event) {
   if (closed_ || fenced_) return;
   pending_.push_back(std::move(event));
+  pushed_at_.push_back(std::chrono::steady_clock::now());
   flush();
 }
 
@@ -36,10 +37,12 @@ void commit_pipeline::flush() {
   const std::size_t take = std::min(pending_.size(), opts_.max_batch);
   auto batch = std::make_shared<std::vector<frame_ptr>>(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
+  const time_point oldest = pushed_at_.front();
+  pushed_at_.erase(pushed_at_.begin(), pushed_at_.begin() + static_cast<std::ptrdiff_t>(take));
   in_flight_count_ = batch->size();
   if (unstored_) {
     // The session's rows are gone: the run's last events go to its followers only.
-    net::post(strand_, [this, alive = owner_.keep_alive(), batch] { on_committed(batch, nullptr); });
+    net::post(strand_, [this, alive = owner_.keep_alive(), batch, oldest] { on_committed(batch, oldest, nullptr); });
     return;
   }
   event_log_writer::batch request;
@@ -48,11 +51,14 @@ void commit_pipeline::flush() {
   request.retention = opts_.retention;
   request.fence = fence_;
   request.executor = strand_;
-  request.done = [this, alive = owner_.keep_alive(), batch](std::exception_ptr error) { on_committed(batch, error); };
+  request.done = [this, alive = owner_.keep_alive(), batch, oldest](std::exception_ptr error) {
+    on_committed(batch, oldest, error);
+  };
   log_->append(std::move(request));
 }
 
-void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
+void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest,
+                                   std::exception_ptr error) {
   in_flight_ = false;
   in_flight_count_ = 0;
   if (closed_) return;
@@ -68,8 +74,10 @@ void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
       return;
     } catch (...) {
     }
-    return retry_later(batch, error);
+    return retry_later(batch, oldest, error);
   }
+  if (opts_.commit_wait && !unstored_)
+    opts_.commit_wait->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - oldest).count());
   committed_id_ = batch->back()->id;
   owner_.released(*batch);
   if (closed_) return;  // the owner closed (a deleted session's run ended)
@@ -78,7 +86,8 @@ void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
   if (pending_.size() < opts_.high_watermark) wake(watermark_waiters_);
 }
 
-void commit_pipeline::retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error) {
+void commit_pipeline::retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest,
+                                  std::exception_ptr error) {
   // Storage refused the batch: keep its frames (ids stay assigned, nothing was
   // released) and retry after a pause; the run waits at the watermark meanwhile.
   if (fenced_) return;  // the run's lease is gone: these would be refused too
@@ -88,6 +97,7 @@ void commit_pipeline::retry_later(const std::shared_ptr<std::vector<frame_ptr>>&
     spdlog::error("session {}: event batch of {} events not committed: {}; retrying", session_id_, batch->size(), e.what());
   }
   pending_.insert(pending_.begin(), batch->begin(), batch->end());
+  pushed_at_.insert(pushed_at_.begin(), batch->size(), oldest);  // the batch's wait goes on from its oldest
   auto timer = std::make_shared<net::steady_timer>(strand_, std::chrono::milliseconds(200));
   in_flight_ = true;  // hold further flushes until the retry
   timer->async_wait([this, alive = owner_.keep_alive(), timer](const boost::system::error_code&) {
@@ -101,16 +111,21 @@ void commit_pipeline::adopt(std::int64_t last_id) {
   committed_id_ = last_id;
 }
 
+void commit_pipeline::drop_pending() {
+  pending_.clear();
+  pushed_at_.clear();
+}
+
 void commit_pipeline::fence_out() {
   fenced_ = true;
-  pending_.clear();
+  drop_pending();
   wake(commit_waiters_);
   wake(watermark_waiters_);
 }
 
 void commit_pipeline::close() {
   closed_ = true;
-  pending_.clear();
+  drop_pending();
   wake(commit_waiters_);
   wake(watermark_waiters_);
 }

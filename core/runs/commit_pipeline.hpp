@@ -13,6 +13,7 @@
 // thread-safe.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "core/events/event_frame.hpp"
+#include "core/histogram.hpp"
 #include "core/io_executor.hpp"
 #include "core/storage/event_log_writer.hpp"
 
@@ -31,6 +33,9 @@ class commit_pipeline {
     std::size_t max_batch = 256;        // events per commit (and per delivery)
     std::size_t high_watermark = 4096;  // uncommitted events before the run waits
     std::size_t retention = 0;          // events the session keeps in its log; 0 = all
+    // Observes, per stored batch, the seconds from its oldest event's push to its release:
+    // the longest any of its events waited to be durable. None: not measured.
+    histogram* commit_wait = nullptr;
   };
   // The channel: hears each committed batch, and keeps itself alive for completions.
   class owner {
@@ -77,9 +82,11 @@ class commit_pipeline {
   void close();
 
  private:
+  using time_point = std::chrono::steady_clock::time_point;
   void flush();
-  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
-  void retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::exception_ptr error);
+  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest, std::exception_ptr error);
+  void retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest, std::exception_ptr error);
+  void drop_pending();
   static void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);
 
   io_strand strand_;
@@ -88,8 +95,9 @@ class commit_pipeline {
   options opts_;
   owner& owner_;
   std::int64_t committed_id_;
-  std::vector<frame_ptr> pending_;   // pushed, not yet handed to the writer
-  std::size_t in_flight_count_ = 0;  // events in the batch being committed
+  std::vector<frame_ptr> pending_;     // pushed, not yet handed to the writer
+  std::vector<time_point> pushed_at_;  // when each of pending_ was pushed (real time: a latency metric)
+  std::size_t in_flight_count_ = 0;    // events in the batch being committed
   bool in_flight_ = false;
   bool unstored_ = false;
   std::int64_t fence_ = 0;

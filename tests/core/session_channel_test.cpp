@@ -176,6 +176,8 @@ TEST_CASE("session_channel: publish assigns consecutive ids and commits them in 
   CHECK(stored[0]->sse == agw::core::make_event_frame(11, agw::core::event_type::token, "run-1", token(0)).sse);
   CHECK(fx.stats.events_published == 5);
   CHECK(fx.stats.event_batches_committed == 2);
+  // Each committed batch observes how long its oldest event waited.
+  CHECK(fx.stats.event_commit_wait_seconds.read().count == 2);
 }
 
 TEST_CASE("session_channel: subscribers receive frames only after the commit") {

@@ -59,6 +59,7 @@ TEST_CASE("metrics: a run, a follower's resume and a webhook move their families
   const auto port = gw.port();
   const auto before = scrape(port);
   CHECK(sample(before, R"(gateway_events_by_type_total{type="token"})") == 0);
+  CHECK(sample(before, "gateway_event_commit_wait_seconds_count") == 0);
   CHECK(sample(before, "gateway_subscribers") == 0);
   CHECK(sample(before, "process_resident_memory_bytes") > 1e6);
   CHECK(sample(before, "process_open_fds") > 3);
@@ -102,6 +103,12 @@ TEST_CASE("metrics: a run, a follower's resume and a webhook move their families
   CHECK(sample(during, R"(gateway_store_commit_duration_seconds_bucket{le="+Inf"})") ==
         sample(during, "gateway_store_commit_duration_seconds_count"));
   CHECK(sample(during, "gateway_store_queue_depth") >= 0);
+  // One observation per committed event batch.
+  const double waits = sample(during, "gateway_event_commit_wait_seconds_count");
+  CHECK(waits >= 1);
+  CHECK(waits == sample(during, "gateway_event_batches_committed_total"));
+  CHECK(sample(during, R"(gateway_event_commit_wait_seconds_bucket{le="+Inf"})") == waits);
+  CHECK(sample(during, "gateway_event_commit_wait_seconds_sum") > 0);
 
   // Level with the log once its replay drained (the step after the last page is asynchronous).
   bool level = false;
