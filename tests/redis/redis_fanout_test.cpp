@@ -4,6 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -156,5 +162,58 @@ TEST_CASE("redis_fanout: Redis killed, then started again: the adapter is not li
       10s));
   CHECK(on_b.taken().front().last_id == 51);
   a.stop();
+  b.stop();
+}
+
+namespace {
+
+// PUBLISH through a plain RESP request, as any client on the same Redis could send it.
+void publish_raw(std::uint16_t port, const std::string& channel, const std::string& payload) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  auto bulk = [](const std::string& s) { return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n"; };
+  const std::string request = "*3\r\n" + bulk("PUBLISH") + bulk(channel) + bulk(payload);
+  boost::asio::write(socket, boost::asio::buffer(request));
+  boost::asio::streambuf reply;
+  boost::asio::read_until(socket, reply, "\r\n");  // ":<receivers>"
+}
+
+}  // namespace
+
+TEST_CASE("redis_fanout: malformed messages on the channels are skipped, an undecodable body is news without frames") {
+  agw::test::redis_server redis;
+  agw::core::metrics stats;
+  recording_receiver on_b;
+  redis_fanout b(redis.url(), quick());
+  b.start(on_b, stats);
+  REQUIRE(eventually([&] { return b.live(); }));
+
+  const std::string prefix(redis_fanout::channel_prefix);
+  publish_raw(redis.port(), prefix + "s1", "no head line");
+  publish_raw(redis.port(), prefix + "s1", "node-x 4\n");         // no last id
+  publish_raw(redis.port(), prefix + "s1", "node-x four six\n");  // not numbers
+  publish_raw(redis.port(), prefix + "s1", "node-x 4 -3\n");      // no event has id -3
+  publish_raw(redis.port(), "elsewhere:s1", "node-x 4 6\n");      // not a session channel (the pattern skips it)
+  publish_raw(redis.port(), prefix + "s2", "node-x 4 6\nnot a log row");
+  publish_raw(redis.port(), prefix + "s3", "node-x 7 7\nftoken {\"run_id\":");  // cut short
+  publish_raw(redis.port(), prefix + "s4", "node-x 9 9\n");
+
+  REQUIRE(eventually([&] { return on_b.taken().size() == 3; }));
+  std::this_thread::sleep_for(200ms);
+  const auto got = on_b.taken();
+  REQUIRE(got.size() == 3);
+  // The log decides what an undecodable message meant (session_channel::follow_news).
+  CHECK(got[0].session_id == "s2");
+  CHECK(got[0].last_id == 6);
+  CHECK(got[0].frames.empty());
+  CHECK(got[1].session_id == "s3");
+  CHECK(got[1].last_id == 7);
+  CHECK(got[1].frames.empty());
+  CHECK(got[2].session_id == "s4");
+  CHECK(got[2].last_id == 9);
+  CHECK(got[2].frames.empty());
+  CHECK(stats.fanout_received == 3);
+  CHECK(b.live());
   b.stop();
 }
