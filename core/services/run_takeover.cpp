@@ -7,6 +7,7 @@
 
 #include "core/clock.hpp"
 #include "core/metrics.hpp"
+#include "core/periodic.hpp"
 #include "core/recovery.hpp"
 #include "core/store_executor.hpp"
 
@@ -21,18 +22,13 @@ void run_takeover::start(net::any_io_executor executor) { net::co_spawn(executor
 
 // The parameter (unnamed) is the frame's copy of the owner: it keeps `this` alive while the loop runs.
 net::awaitable<void> run_takeover::loop(std::shared_ptr<run_takeover>) {
-  while (!stopped_) {
-    auto pausing = clock_.sleep_for(opts_.interval);
-    co_await std::move(pausing);
-    if (stopped_) break;
-    try {
-      auto sweeping = sweep();
-      co_await std::move(sweeping);
-    } catch (const std::exception& e) {
-      // The next interval tries again: the lease stays lapsed until someone closes the run.
-      spdlog::warn("run takeover sweep failed: {}", e.what());
-    }
-  }
+  auto pass = [this]() -> net::awaitable<void> {
+    auto sweeping = sweep();
+    co_await std::move(sweeping);
+  };
+  // A failed sweep leaves the lease lapsed: the next interval (here or on another node) closes the run.
+  auto repeating = repeat_every(clock_, opts_.interval, stopped_, pass, "run takeover sweep");
+  co_await std::move(repeating);
 }
 
 net::awaitable<std::size_t> run_takeover::sweep() {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/clock.hpp"
+#include "core/periodic.hpp"
 #include "core/services/session_service.hpp"
 #include "core/session_hub.hpp"
 #include "core/store_executor.hpp"
@@ -23,18 +24,13 @@ void session_sweeper::start(net::any_io_executor executor) { net::co_spawn(execu
 
 // The parameter (unnamed) is the frame's copy of the owner: it keeps `this` alive while the loop runs.
 net::awaitable<void> session_sweeper::loop(std::shared_ptr<session_sweeper>) {
-  while (!stopped_) {
-    auto pausing = clock_.sleep_for(opts_.interval);
-    co_await std::move(pausing);
-    if (stopped_) break;
-    try {
-      auto sweeping = sweep();
-      co_await std::move(sweeping);
-    } catch (const std::exception& e) {
-      // The next interval tries again: a busy or failing store only delays expiry.
-      spdlog::warn("session sweep failed: {}", e.what());
-    }
-  }
+  auto pass = [this]() -> net::awaitable<void> {
+    auto sweeping = sweep();
+    co_await std::move(sweeping);
+  };
+  // A failed sweep only delays expiry: the next interval looks again.
+  auto repeating = repeat_every(clock_, opts_.interval, stopped_, pass, "session sweep");
+  co_await std::move(repeating);
 }
 
 net::awaitable<std::size_t> session_sweeper::sweep() {
