@@ -6,9 +6,8 @@
 
 namespace agw::core {
 
-boost::asio::awaitable<void> repeat_every(const clock& time, std::chrono::milliseconds interval,
-                                          const std::atomic<bool>& stopped, std::function<boost::asio::awaitable<void>()> pass,
-                                          std::string what) {
+boost::asio::awaitable<void> repeat_every(const clock& time, std::chrono::milliseconds interval, const std::atomic<bool>& stopped,
+                                          std::function<boost::asio::awaitable<void>()> pass, std::string what) {
   while (!stopped) {
     auto pausing = time.sleep_for(interval);
     co_await std::move(pausing);

@@ -18,8 +18,7 @@ namespace agw::core {
 
 class clock;
 
-boost::asio::awaitable<void> repeat_every(const clock& time, std::chrono::milliseconds interval,
-                                          const std::atomic<bool>& stopped, std::function<boost::asio::awaitable<void>()> pass,
-                                          std::string what);
+boost::asio::awaitable<void> repeat_every(const clock& time, std::chrono::milliseconds interval, const std::atomic<bool>& stopped,
+                                          std::function<boost::asio::awaitable<void>()> pass, std::string what);
 
 }  // namespace agw::core
