@@ -42,7 +42,8 @@ void commit_pipeline::flush() {
   in_flight_count_ = batch->size();
   if (unstored_) {
     // The session's rows are gone: the run's last events go to its followers only.
-    net::post(strand_, [this, alive = owner_.keep_alive(), batch, oldest] { on_committed(batch, oldest, nullptr); });
+    // Not stored: not a commit's wait, so not observed.
+    net::post(strand_, [this, alive = owner_.keep_alive(), batch] { on_committed(batch, std::nullopt, nullptr); });
     return;
   }
   event_log_writer::batch request;
@@ -57,7 +58,7 @@ void commit_pipeline::flush() {
   log_->append(std::move(request));
 }
 
-void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest,
+void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::optional<time_point> oldest,
                                    std::exception_ptr error) {
   in_flight_ = false;
   in_flight_count_ = 0;
@@ -74,10 +75,10 @@ void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>
       return;
     } catch (...) {
     }
-    return retry_later(batch, oldest, error);
+    return retry_later(batch, oldest.value_or(std::chrono::steady_clock::now()), error);
   }
-  if (opts_.commit_wait && !unstored_)
-    opts_.commit_wait->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - oldest).count());
+  if (opts_.commit_wait && oldest)
+    opts_.commit_wait->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - *oldest).count());
   committed_id_ = batch->back()->id;
   owner_.released(*batch);
   if (closed_) return;  // the owner closed (a deleted session's run ended)

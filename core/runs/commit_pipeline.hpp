@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,9 @@ class commit_pipeline {
     std::size_t max_batch = 256;        // events per commit (and per delivery)
     std::size_t high_watermark = 4096;  // uncommitted events before the run waits
     std::size_t retention = 0;          // events the session keeps in its log; 0 = all
-    // Observes, per stored batch, the seconds from its oldest event's push to its release:
-    // the longest any of its events waited to be durable. None: not measured.
+    // Observes, per batch sent to the store and committed, the seconds from its oldest
+    // event's push to its release: the longest any of its events waited to be durable
+    // (a deleted session's last batches, released unstored, are not). None: not measured.
     histogram* commit_wait = nullptr;
   };
   // The channel: hears each committed batch, and keeps itself alive for completions.
@@ -84,7 +86,9 @@ class commit_pipeline {
  private:
   using time_point = std::chrono::steady_clock::time_point;
   void flush();
-  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest, std::exception_ptr error);
+  // `oldest`: the batch's oldest push, for a batch sent to the store (none: released unstored).
+  void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::optional<time_point> oldest,
+                    std::exception_ptr error);
   void retry_later(const std::shared_ptr<std::vector<frame_ptr>>& batch, time_point oldest, std::exception_ptr error);
   void drop_pending();
   static void wake(std::vector<std::shared_ptr<boost::asio::steady_timer>>& waiters);

@@ -381,6 +381,10 @@ TEST_CASE("session_channel: a refused commit is retried; subscribers see each fr
   CHECK(rec->uncommitted_deliveries.empty());
   CHECK(fx.db.committed_event_ids(session_id) == range(1, 3));
   CHECK(fx.channel->last_committed_id() == 3);
+  // The refused attempt is not a commit: one wait observed per batch released.
+  CHECK(fx.stats.event_commit_wait_seconds.read().count == fx.stats.event_batches_committed);
+  // The retried batch's wait runs from its oldest event's publish, across the 200 ms pause.
+  CHECK(fx.stats.event_commit_wait_seconds.read().sum >= 0.2);
 }
 
 TEST_CASE("session_channel: close() closes every subscriber and refuses new ones") {

@@ -197,12 +197,13 @@ TEST_CASE("redis_fanout: malformed messages on the channels are skipped, an unde
   publish_raw(redis.port(), "elsewhere:s1", "node-x 4 6\n");      // not a session channel (the pattern skips it)
   publish_raw(redis.port(), prefix + "s2", "node-x 4 6\nnot a log row");
   publish_raw(redis.port(), prefix + "s3", "node-x 7 7\nftoken {\"run_id\":");  // cut short
+  publish_raw(redis.port(), prefix + "s5", "node-x 8 8\nxyz\n");                // a whole line, but no kind of record
   publish_raw(redis.port(), prefix + "s4", "node-x 9 9\n");
 
-  REQUIRE(eventually([&] { return on_b.taken().size() == 3; }));
+  REQUIRE(eventually([&] { return on_b.taken().size() == 4; }));
   std::this_thread::sleep_for(200ms);
   const auto got = on_b.taken();
-  REQUIRE(got.size() == 3);
+  REQUIRE(got.size() == 4);
   // The log decides what an undecodable message meant (session_channel::follow_news).
   CHECK(got[0].session_id == "s2");
   CHECK(got[0].last_id == 6);
@@ -210,10 +211,13 @@ TEST_CASE("redis_fanout: malformed messages on the channels are skipped, an unde
   CHECK(got[1].session_id == "s3");
   CHECK(got[1].last_id == 7);
   CHECK(got[1].frames.empty());
-  CHECK(got[2].session_id == "s4");
-  CHECK(got[2].last_id == 9);
+  CHECK(got[2].session_id == "s5");
+  CHECK(got[2].last_id == 8);
   CHECK(got[2].frames.empty());
-  CHECK(stats.fanout_received == 3);
+  CHECK(got[3].session_id == "s4");
+  CHECK(got[3].last_id == 9);
+  CHECK(got[3].frames.empty());
+  CHECK(stats.fanout_received == 4);
   CHECK(b.live());
   b.stop();
 }
