@@ -71,6 +71,15 @@ redis_fanout::options quick() {
   return o;
 }
 
+// One process's adapter, started on its own receiver and metrics (declared first, so
+// they outlive the adapter's threads).
+struct node {
+  explicit node(const std::string& url) : fanout(url, quick()) { fanout.start(heard, stats); }
+  agw::core::metrics stats;
+  recording_receiver heard;
+  redis_fanout fanout;
+};
+
 }  // namespace
 
 TEST_CASE("redis_fanout: parse_redis_url") {
@@ -84,22 +93,16 @@ TEST_CASE("redis_fanout: parse_redis_url") {
 
 TEST_CASE("redis_fanout: a batch published by one node reaches the other, not itself") {
   agw::test::redis_server redis;
-  agw::core::metrics stats_a;
-  agw::core::metrics stats_b;
-  recording_receiver on_a;
-  recording_receiver on_b;
-  redis_fanout a(redis.url(), quick());
-  redis_fanout b(redis.url(), quick());
-  a.start(on_a, stats_a);
-  b.start(on_b, stats_b);
-  REQUIRE(eventually([&] { return a.live() && b.live(); }));
-  CHECK(stats_a.fanout_connected == 1);
+  node a(redis.url());
+  node b(redis.url());
+  REQUIRE(eventually([&] { return a.fanout.live() && b.fanout.live(); }));
+  CHECK(a.stats.fanout_connected == 1);
 
   const auto frames = tokens(4, 6);
-  a.publish("s1", 6, frames);
-  a.publish("s2", 9, {});  // the log's new end only
-  REQUIRE(eventually([&] { return on_b.taken().size() == 2; }));
-  const auto got = on_b.taken();
+  a.fanout.publish("s1", 6, frames);
+  a.fanout.publish("s2", 9, {});  // the log's new end only
+  REQUIRE(eventually([&] { return b.heard.taken().size() == 2; }));
+  const auto got = b.heard.taken();
   CHECK(got[0].session_id == "s1");
   CHECK(got[0].last_id == 6);
   REQUIRE(got[0].frames.size() == 3);
@@ -112,57 +115,51 @@ TEST_CASE("redis_fanout: a batch published by one node reaches the other, not it
   CHECK(got[1].last_id == 9);
   CHECK(got[1].frames.empty());
   std::this_thread::sleep_for(100ms);
-  CHECK(on_a.taken().empty());  // its own messages are skipped
-  CHECK(stats_a.fanout_published == 2);
-  CHECK(stats_b.fanout_received == 2);
-  CHECK(stats_a.fanout_dropped == 0);
+  CHECK(a.heard.taken().empty());  // its own messages are skipped
+  CHECK(a.stats.fanout_published == 2);
+  CHECK(b.stats.fanout_received == 2);
+  CHECK(a.stats.fanout_dropped == 0);
 
   // Many batches in a burst arrive in order.
-  for (std::int64_t id = 10; id < 1010; ++id) a.publish("s3", id, tokens(id, id));
-  REQUIRE(eventually([&] { return on_b.taken().size() == 1002; }));
-  const auto burst = on_b.taken();
+  for (std::int64_t id = 10; id < 1010; ++id) a.fanout.publish("s3", id, tokens(id, id));
+  REQUIRE(eventually([&] { return b.heard.taken().size() == 1002; }));
+  const auto burst = b.heard.taken();
   for (std::size_t i = 2; i < burst.size(); ++i) CHECK(burst[i].last_id == static_cast<std::int64_t>(i) + 8);
-  a.stop();
-  b.stop();
-  CHECK(stats_a.fanout_connected == 0);
+  a.fanout.stop();
+  b.fanout.stop();
+  CHECK(a.stats.fanout_connected == 0);
 }
 
 TEST_CASE("redis_fanout: Redis killed, then started again: the adapter is not live meanwhile and reconnects") {
   agw::test::redis_server redis;
-  agw::core::metrics stats_a;
-  agw::core::metrics stats_b;
-  recording_receiver on_a;
-  recording_receiver on_b;
-  redis_fanout a(redis.url(), quick());
-  redis_fanout b(redis.url(), quick());
-  a.start(on_a, stats_a);
-  b.start(on_b, stats_b);
-  REQUIRE(eventually([&] { return a.live() && b.live(); }));
+  node a(redis.url());
+  node b(redis.url());
+  REQUIRE(eventually([&] { return a.fanout.live() && b.fanout.live(); }));
 
   redis.stop();
-  CHECK(eventually([&] { return !b.subscribed() && !b.live(); }, 5s));
-  CHECK(stats_b.fanout_connected == 0);
+  CHECK(eventually([&] { return !b.fanout.subscribed() && !b.fanout.live(); }, 5s));
+  CHECK(b.stats.fanout_connected == 0);
   // Publishing meanwhile drops (the followers read the log); it never blocks the caller.
   const auto before = std::chrono::steady_clock::now();
-  for (std::int64_t id = 1; id <= 50; ++id) a.publish("s1", id, tokens(id, id));
+  for (std::int64_t id = 1; id <= 50; ++id) a.fanout.publish("s1", id, tokens(id, id));
   CHECK(std::chrono::steady_clock::now() - before < 100ms);
-  CHECK(eventually([&] { return stats_a.fanout_dropped == 50; }, 5s));
+  CHECK(eventually([&] { return a.stats.fanout_dropped == 50; }, 5s));
 
   redis.start();
-  CHECK(eventually([&] { return a.live() && b.live(); }, 10s));
-  CHECK(stats_b.fanout_reconnects >= 1);
-  CHECK(stats_b.fanout_connected == 1);
+  CHECK(eventually([&] { return a.fanout.live() && b.fanout.live(); }, 10s));
+  CHECK(b.stats.fanout_reconnects >= 1);
+  CHECK(b.stats.fanout_connected == 1);
   // The publisher reconnects on its next batch (its backoff has passed by now).
   REQUIRE(eventually(
       [&] {
-        a.publish("s1", 51, tokens(51, 51));
+        a.fanout.publish("s1", 51, tokens(51, 51));
         std::this_thread::sleep_for(50ms);
-        return !on_b.taken().empty();
+        return !b.heard.taken().empty();
       },
       10s));
-  CHECK(on_b.taken().front().last_id == 51);
-  a.stop();
-  b.stop();
+  CHECK(b.heard.taken().front().last_id == 51);
+  a.fanout.stop();
+  b.fanout.stop();
 }
 
 namespace {
@@ -183,11 +180,8 @@ void publish_raw(std::uint16_t port, const std::string& channel, const std::stri
 
 TEST_CASE("redis_fanout: malformed messages on the channels are skipped, an undecodable body is news without frames") {
   agw::test::redis_server redis;
-  agw::core::metrics stats;
-  recording_receiver on_b;
-  redis_fanout b(redis.url(), quick());
-  b.start(on_b, stats);
-  REQUIRE(eventually([&] { return b.live(); }));
+  node b(redis.url());
+  REQUIRE(eventually([&] { return b.fanout.live(); }));
 
   const std::string prefix(redis_fanout::channel_prefix);
   publish_raw(redis.port(), prefix + "s1", "no head line");
@@ -200,9 +194,9 @@ TEST_CASE("redis_fanout: malformed messages on the channels are skipped, an unde
   publish_raw(redis.port(), prefix + "s5", "node-x 8 8\nxyz\n");                // a whole line, but no kind of record
   publish_raw(redis.port(), prefix + "s4", "node-x 9 9\n");
 
-  REQUIRE(eventually([&] { return on_b.taken().size() == 4; }));
+  REQUIRE(eventually([&] { return b.heard.taken().size() == 4; }));
   std::this_thread::sleep_for(200ms);
-  const auto got = on_b.taken();
+  const auto got = b.heard.taken();
   REQUIRE(got.size() == 4);
   // The log decides what an undecodable message meant (session_channel::follow_news).
   CHECK(got[0].session_id == "s2");
@@ -217,7 +211,7 @@ TEST_CASE("redis_fanout: malformed messages on the channels are skipped, an unde
   CHECK(got[3].session_id == "s4");
   CHECK(got[3].last_id == 9);
   CHECK(got[3].frames.empty());
-  CHECK(stats.fanout_received == 4);
-  CHECK(b.live());
-  b.stop();
+  CHECK(b.stats.fanout_received == 4);
+  CHECK(b.fanout.live());
+  b.fanout.stop();
 }
