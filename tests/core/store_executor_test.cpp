@@ -581,3 +581,35 @@ TEST_CASE("store_executor: a failed batch cut by the budget fails every job it t
   for (int i = 0; i < 8; ++i) CHECK_FALSE(ids.contains("m" + std::to_string(i)));
   for (int i = 8; i < 16; ++i) CHECK(ids.contains("m" + std::to_string(i)));
 }
+
+TEST_CASE("store_executor: a steady trickle of jobs shares commits paced by min_commit_interval; an idle writer still wakes") {
+  // Between commits under load the writer sleeps to the next commit's time and looks,
+  // instead of waiting to be woken; nothing pushed meanwhile may be left behind.
+  fake_db db;
+  net::io_context io;
+  store_executor ex(db.factory(), {.readers = 1, .min_commit_interval = 20ms});
+  constexpr int jobs = 40;
+  std::vector<outcome> outcomes(jobs);
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < jobs; ++i) {
+    ex.async_write(write_message(i), record(io, outcomes[static_cast<std::size_t>(i)]));
+    std::this_thread::sleep_for(2ms);  // ~80 ms of jobs: a handful of 20 ms commits
+  }
+  io.run();
+  io.restart();
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  for (const auto& o : outcomes) CHECK((o.called && !o.error));
+  CHECK(ex.jobs_committed() == jobs);
+  // At most one commit per 20 ms while the jobs came (the first at once, the last
+  // right after them); a slow machine spreads the jobs, so the bound is elapsed time.
+  CAPTURE(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count());
+  CHECK(ex.batches_committed() <= static_cast<std::uint64_t>(elapsed / 20ms) + 2);
+  CHECK(ex.batches_committed() < static_cast<std::uint64_t>(jobs));
+  // Quiet now (the writer waits to be woken): a lone job still commits.
+  std::this_thread::sleep_for(60ms);
+  outcome late;
+  ex.async_write(write_message(jobs), record(io, late));
+  io.run();
+  CHECK((late.called && !late.error));
+  CHECK(ex.jobs_committed() == jobs + 1);
+}
