@@ -6,11 +6,12 @@
 // second thread, and at a paced load those futex wake-ups and the context
 // switches behind them were the largest single cost (docs/streaming.md, "Threads").
 //
-// Who runs where: an accepted connection goes to the next context in turn
-// (`next()`); a session's channel goes to the context of the thread that first
-// needs it (`local_or_next()`: the request's connection), so a run, its commits'
+// Who runs where: an accepted connection stays on the context whose acceptor took
+// it (gateway/listener has one per context; the kernel spreads connections over
+// them); a session's channel goes to the context of the thread that first needs it
+// (`local_or_next()`: the request's connection), so a run, its commits'
 // completions and the stream of the client that started it usually share one
-// thread. Process-wide services (the listener, signals, webhooks) use `primary()`.
+// thread. Process-wide services (signals, webhooks, sweeps) use `primary()`.
 //
 // Thread-safety: every method but run() may be called from any thread. run() is
 // called once, by the thread that then serves the primary context.
@@ -35,6 +36,7 @@ class io_pool {
 
   std::size_t size() const { return contexts_.size(); }
   boost::asio::io_context& primary() { return *contexts_.front(); }
+  boost::asio::io_context& context(std::size_t i) { return *contexts_.at(i); }
   // Round robin over the contexts.
   boost::asio::io_context& next();
   // The context serving the calling thread; from any other thread, next().

@@ -13,33 +13,59 @@
 
 namespace agw::gateway {
 
-listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app)
-    : io_(io), acceptor_(net::make_strand(io.primary())), app_(app) {
-  acceptor_.open(endpoint.protocol());
-  acceptor_.set_option(net::socket_base::reuse_address(true));
-  acceptor_.bind(endpoint);
-  acceptor_.listen(net::socket_base::max_listen_connections);
+namespace {
+// SO_REUSEPORT (Linux 3.9): Asio has no named option for it.
+using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+}  // namespace
+
+listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app) : app_(app) {
+  if (endpoint.port() != 0) {
+    // SO_REUSEPORT would let this process share a port another process of the same
+    // user listens on (a second gateway started by mistake would take half of the
+    // first one's connections): a plain bind first fails with "address in use" then.
+    net::ip::tcp::acceptor probe(io.primary());
+    probe.open(endpoint.protocol());
+    probe.set_option(net::socket_base::reuse_address(true));
+    probe.bind(endpoint);
+  }
+  // The first binds the endpoint (port 0: the kernel picks one); the others join its port.
+  auto bind_to = endpoint;
+  acceptors_.reserve(io.size());
+  for (std::size_t i = 0; i < io.size(); ++i) {
+    contexts_.push_back(&io.context(i));
+    auto& acceptor = acceptors_.emplace_back(net::make_strand(io.context(i)));
+    acceptor.open(bind_to.protocol());
+    acceptor.set_option(net::socket_base::reuse_address(true));
+    acceptor.set_option(reuse_port(true));
+    acceptor.bind(bind_to);
+    acceptor.listen(net::socket_base::max_listen_connections);
+    bind_to = acceptor.local_endpoint();
+  }
 }
 
-void listener::start() { net::co_spawn(acceptor_.get_executor(), accept_loop(), net::detached); }
+void listener::start() {
+  for (std::size_t i = 0; i < acceptors_.size(); ++i)
+    net::co_spawn(acceptors_[i].get_executor(), accept_loop(acceptors_[i], *contexts_[i]), net::detached);
+}
 
 void listener::close() {
-  net::post(acceptor_.get_executor(), [this] {
-    beast::error_code ignored;
-    acceptor_.close(ignored);
-  });
+  for (auto& acceptor : acceptors_)
+    net::post(acceptor.get_executor(), [&acceptor] {
+      beast::error_code ignored;
+      acceptor.close(ignored);
+    });
 }
 
-awaitable<void> listener::accept_loop() {
+awaitable<void> listener::accept_loop(net::ip::tcp::acceptor& acceptor, net::io_context& context) {
   for (;;) {
-    // Each connection gets its own strand on the next io context: its coroutine never
-    // runs on two threads at once, and the contexts share the connections.
-    auto [ec, socket] = co_await acceptor_.async_accept(net::make_strand(io_.next()), net::as_tuple(net::use_awaitable));
-    if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
+    // Each connection gets its own strand on this acceptor's context (the accepting
+    // thread's): its coroutine never runs on two threads at once.
+    auto [ec, socket] = co_await acceptor.async_accept(net::make_strand(context), net::as_tuple(net::use_awaitable));
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
       // Out of descriptors and the like: log, back off a little, keep serving.
       spdlog::warn("accept failed: {}", ec.message());
-      net::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
+      net::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
       co_await pause.async_wait(net::as_tuple(net::use_awaitable));
       continue;
     }

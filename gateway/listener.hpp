@@ -1,9 +1,16 @@
 #pragma once
-// Accepts connections and starts serve_connection for each on its own strand,
-// made on the pool's io contexts in turn; over GATEWAY_MAX_CONNECTIONS open ones a
-// connection is answered 503 and closed instead (gateway/connection_refusal.hpp).
-// Accepts on the pool's primary context until close(); the drain keeps it open.
+// Accepts connections and starts serve_connection for each on its own strand; over
+// GATEWAY_MAX_CONNECTIONS open ones a connection is answered 503 and closed instead
+// (gateway/connection_refusal.hpp). Accepts until close(); the drain keeps it open.
+//
+// One acceptor per io context, all bound to the same port with SO_REUSEPORT: the
+// kernel spreads new connections over them, and each connection is served by the
+// thread that accepted it. One acceptor on one thread handing connections to the
+// others cost a connection a second thread's wake-up before its request was read
+// (docs/streaming.md, "Threads").
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <vector>
 
 #include "core/io_pool.hpp"
 
@@ -19,12 +26,12 @@ class listener {
   listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app);
   void start();
   void close();
-  net::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+  net::ip::tcp::endpoint local_endpoint() const { return acceptors_.front().local_endpoint(); }
 
  private:
-  awaitable<void> accept_loop();
-  core::io_pool& io_;
-  net::ip::tcp::acceptor acceptor_;
+  awaitable<void> accept_loop(net::ip::tcp::acceptor& acceptor, net::io_context& context);
+  std::vector<net::io_context*> contexts_;         // the pool's, in its order
+  std::vector<net::ip::tcp::acceptor> acceptors_;  // [i] accepts connections for contexts_[i]
   app_context& app_;
 };
 

@@ -162,3 +162,22 @@ TEST_CASE("a slow header on a kept-alive connection is cut off by the header tim
   CHECK(client.closed_by_peer(4s));
   CHECK(ms_since(t0) < 3000);
 }
+
+TEST_CASE("every io thread accepts; a second server on the port in use fails to start and takes nothing") {
+  // Two io threads, each with its own acceptor on the one port (SO_REUSEPORT).
+  gateway_process gw(gateway_process::env_map{{"GATEWAY_IO_THREADS", "2"}});
+  // Many fresh connections at once: whichever acceptor the kernel picks serves each.
+  std::vector<std::thread> clients;
+  std::vector<int> statuses(40, 0);
+  for (std::size_t i = 0; i < statuses.size(); ++i)
+    clients.emplace_back([&, i] { statuses[i] = http_call(gw.port(), "GET", "/sessions").status; });
+  for (auto& c : clients) c.join();
+  for (int s : statuses) CHECK(s == 200);
+
+  auto second = run_gateway_command({}, {{"GATEWAY_PORT", std::to_string(gw.port())}, {"GATEWAY_IO_THREADS", "2"}}, 10s);
+  // Had it joined the port, it would be serving (and time out here) instead of exiting.
+  CHECK_FALSE(second.timed_out);
+  CHECK(second.status > 0);
+  CHECK(second.output.find("Address already in use") != std::string::npos);
+  for (int i = 0; i < 20; ++i) CHECK(http_call(gw.port(), "GET", "/readyz").status == 200);
+}
