@@ -96,16 +96,22 @@ bool store_executor::take_batch(writer_state& w, std::vector<job>& batch, std::s
   // Group commit under load: at most one commit per interval, so jobs arriving
   // meanwhile share it. After a quiet spell the first job commits at once.
   const auto due = w.last_commit + opts_.min_commit_interval;
-  if (!stopping_ && queued() == 0 && std::chrono::steady_clock::now() < due) {
-    // The next commit may not start before `due` anyway: sleep until then and look,
-    // rather than wait to be woken by the next job and then sleep again. Under a
-    // steady load (paced runs) a job is always there by then, so the writer wakes
-    // once per commit instead of twice, and no io thread pays a futex wake.
+  if (!stopping_ && queued() == 0 && w.dense && std::chrono::steady_clock::now() < due) {
+    // The next commit may not start before `due` anyway: under a dense load (paced runs)
+    // sleep until then and look, rather than wait to be woken by the next job and then
+    // sleep again. The writer then wakes once per commit instead of twice, and no io
+    // thread pays a futex wake.
     lock.unlock();
     std::this_thread::sleep_until(due);
     lock.lock();
+    // Nothing came by then: the load is sparse, and looking would cost a wake per commit.
+    if (queued() == 0) w.dense = false;
   }
-  writes_.ready.wait(lock, [&] { return stopping_ || queued() > 0; });
+  if (!stopping_ && queued() == 0) {
+    writes_.ready.wait(lock, [&] { return stopping_ || queued() > 0; });
+    // A job came within an interval of the due time: dense enough to look at `due` next.
+    w.dense = std::chrono::steady_clock::now() < due + opts_.min_commit_interval;
+  }
   if (queued() == 0) return false;  // stopping and drained
   if (!stopping_ && !w.cut_short && queued() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
     lock.unlock();

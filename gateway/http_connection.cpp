@@ -347,8 +347,9 @@ static awaitable<void> serve_connection(beast::tcp_stream stream, app_context& a
 }
 
 void start_connection(net::ip::tcp::socket socket, app_context& app, std::string pending, bool counted) {
-  // Counted here, on the accepting thread, before the next accept reads the gauge
-  // against GATEWAY_MAX_CONNECTIONS (a coroutine that has not run yet would not be).
+  // Counted here, on the accepting thread, before its acceptor's next accept reads the
+  // gauge against GATEWAY_MAX_CONNECTIONS (a coroutine that has not run yet would not
+  // be); the other threads' acceptors may read it meanwhile (gateway/listener).
   if (!counted) app.stats.http_connections_open++;
   auto executor = socket.get_executor();
   net::co_spawn(executor, serve_connection(beast::tcp_stream(std::move(socket)), app, std::move(pending), counted),

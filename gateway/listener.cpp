@@ -44,8 +44,21 @@ listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, ap
 }
 
 void listener::start() {
-  for (std::size_t i = 0; i < acceptors_.size(); ++i)
-    net::co_spawn(acceptors_[i].get_executor(), accept_loop(acceptors_[i], *contexts_[i]), net::detached);
+  for (std::size_t i = 0; i < acceptors_.size(); ++i) start_loop(i);
+}
+
+void listener::start_loop(std::size_t i) {
+  net::co_spawn(acceptors_[i].get_executor(), accept_loop(acceptors_[i], *contexts_[i]), [this, i](std::exception_ptr e) {
+    if (!e) return;  // closed
+    // The kernel keeps giving this acceptor its share of new connections while it is
+    // open: a loop that died would leave them unanswered, so it starts again.
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      spdlog::error("accept loop {} ended by an exception: {}; restarting it", i, x.what());
+    }
+    if (acceptors_[i].is_open()) start_loop(i);
+  });
 }
 
 void listener::close() {
@@ -69,8 +82,11 @@ awaitable<void> listener::accept_loop(net::ip::tcp::acceptor& acceptor, net::io_
       co_await pause.async_wait(net::as_tuple(net::use_awaitable));
       continue;
     }
-    socket.set_option(net::ip::tcp::no_delay(true));
-    // Over the limit a client still gets an answer it can act on (503, Retry-After).
+    beast::error_code ignored;  // a peer already gone: its connection ends at the first read
+    socket.set_option(net::ip::tcp::no_delay(true), ignored);
+    // Over the limit a client still gets an answer it can act on (503, Retry-After). Each
+    // thread's acceptor reads the gauge before its connection is counted, so with N io
+    // threads up to N - 1 connections may get in over the limit at one moment.
     const auto max = app_.config.max_connections;
     if (max && app_.stats.http_connections_open.load() >= static_cast<std::int64_t>(max)) {
       refuse_connection(std::move(socket), app_);

@@ -29,6 +29,7 @@ class listener {
   net::ip::tcp::endpoint local_endpoint() const { return acceptors_.front().local_endpoint(); }
 
  private:
+  void start_loop(std::size_t i);  // acceptors_[i]'s loop, restarted should it throw
   awaitable<void> accept_loop(net::ip::tcp::acceptor& acceptor, net::io_context& context);
   std::vector<net::io_context*> contexts_;         // the pool's, in its order
   std::vector<net::ip::tcp::acceptor> acceptors_;  // [i] accepts connections for contexts_[i]

@@ -583,8 +583,10 @@ TEST_CASE("store_executor: a failed batch cut by the budget fails every job it t
 }
 
 TEST_CASE("store_executor: a steady trickle of jobs shares commits paced by min_commit_interval; an idle writer still wakes") {
-  // Between commits under load the writer sleeps to the next commit's time and looks,
-  // instead of waiting to be woken; nothing pushed meanwhile may be left behind.
+  // Between commits under a dense load the writer sleeps to the next commit's time and
+  // looks, instead of waiting to be woken; nothing pushed meanwhile may be left behind,
+  // and going back to waiting once the jobs stop must not strand the next one. (A
+  // regression guard: how many times the writer wakes is not visible from here.)
   fake_db db;
   net::io_context io;
   store_executor ex(db.factory(), {.readers = 1, .min_commit_interval = 20ms});
