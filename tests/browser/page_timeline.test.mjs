@@ -50,6 +50,9 @@ test('page: sources, custom events and manual mode with an operator', { timeout:
     await page.fill('#message', 'can a human help?');
     await page.click('#send');
     await page.waitForFunction(() => window.__gw.messages.length >= 1);
+    // The held message's event (the stream's connection) and the POST's answer (its own
+    // connection, maybe served by another io thread) reach the page in either order.
+    await page.waitForFunction(() => window.__gw.lastPost && window.__gw.lastPost.held !== null);
     assert.equal(await page.evaluate(() => window.__gw.lastPost.held), 'stored');
     const held = await page.evaluate(() => window.__gw.messages[0]);
     assert.equal(held.source, 'customer');
