@@ -152,8 +152,8 @@ class store_executor {
     std::chrono::steady_clock::time_point last_commit;
     std::chrono::steady_clock::time_point maintenance_due;
     bool cut_short = false;  // the last batch left jobs behind: no pause before the next
-    // Jobs arrive within an interval of each other: after a commit the writer sleeps to
-    // the next one's time and looks instead of waiting to be woken (take_batch).
+    // Jobs arrive before the next commit is due: after a commit the writer sleeps to the
+    // next one's time and looks instead of waiting to be woken (take_batch).
     bool dense = false;
   };
   void writer_loop(store_connection& c);

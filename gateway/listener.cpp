@@ -3,9 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <memory>
 
 #include "gateway/app_context.hpp"
 #include "gateway/connection_refusal.hpp"
@@ -16,6 +17,8 @@ namespace agw::gateway {
 namespace {
 // SO_REUSEPORT (Linux 3.9): Asio has no named option for it.
 using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+// After a failed accept (out of descriptors and the like) or a loop that threw.
+constexpr auto accept_pause = std::chrono::milliseconds(50);
 }  // namespace
 
 listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app) : app_(app) {
@@ -51,13 +54,19 @@ void listener::start_loop(std::size_t i) {
   net::co_spawn(acceptors_[i].get_executor(), accept_loop(acceptors_[i], *contexts_[i]), [this, i](std::exception_ptr e) {
     if (!e) return;  // closed
     // The kernel keeps giving this acceptor its share of new connections while it is
-    // open: a loop that died would leave them unanswered, so it starts again.
+    // open: a loop that died would leave them unanswered, so it starts again after the
+    // pause an accept error gets.
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& x) {
       spdlog::error("accept loop {} ended by an exception: {}; restarting it", i, x.what());
+    } catch (...) {
+      spdlog::error("accept loop {} ended by an exception; restarting it", i);
     }
-    if (acceptors_[i].is_open()) start_loop(i);
+    auto pause = std::make_shared<net::steady_timer>(acceptors_[i].get_executor(), accept_pause);
+    pause->async_wait([this, i, pause](const beast::error_code&) {
+      if (acceptors_[i].is_open()) start_loop(i);
+    });
   });
 }
 
@@ -78,7 +87,7 @@ awaitable<void> listener::accept_loop(net::ip::tcp::acceptor& acceptor, net::io_
     if (ec) {
       // Out of descriptors and the like: log, back off a little, keep serving.
       spdlog::warn("accept failed: {}", ec.message());
-      net::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
+      net::steady_timer pause(acceptor.get_executor(), accept_pause);
       co_await pause.async_wait(net::as_tuple(net::use_awaitable));
       continue;
     }
