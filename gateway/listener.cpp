@@ -21,7 +21,7 @@ using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>
 constexpr auto accept_pause = std::chrono::milliseconds(50);
 }  // namespace
 
-listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app) : app_(app) {
+listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, app_context& app) : io_(io), app_(app) {
   if (endpoint.port() != 0) {
     // SO_REUSEPORT would let this process share a port another process of the same
     // user listens on (a second gateway started by mistake would take half of the
@@ -35,7 +35,6 @@ listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, ap
   auto bind_to = endpoint;
   acceptors_.reserve(io.size());
   for (std::size_t i = 0; i < io.size(); ++i) {
-    contexts_.push_back(&io.context(i));
     auto& acceptor = acceptors_.emplace_back(net::make_strand(io.context(i)));
     acceptor.open(bind_to.protocol());
     acceptor.set_option(net::socket_base::reuse_address(true));
@@ -51,7 +50,7 @@ void listener::start() {
 }
 
 void listener::start_loop(std::size_t i) {
-  net::co_spawn(acceptors_[i].get_executor(), accept_loop(acceptors_[i], *contexts_[i]), [this, i](std::exception_ptr e) {
+  net::co_spawn(acceptors_[i].get_executor(), accept_loop(acceptors_[i], io_.context(i)), [this, i](std::exception_ptr e) {
     if (!e) return;  // closed
     // The kernel keeps giving this acceptor its share of new connections while it is
     // open: a loop that died would leave them unanswered, so it starts again after the

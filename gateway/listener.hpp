@@ -31,8 +31,8 @@ class listener {
  private:
   void start_loop(std::size_t i);  // acceptors_[i]'s loop, restarted should it throw
   awaitable<void> accept_loop(net::ip::tcp::acceptor& acceptor, net::io_context& context);
-  std::vector<net::io_context*> contexts_;         // the pool's, in its order
-  std::vector<net::ip::tcp::acceptor> acceptors_;  // [i] accepts connections for contexts_[i]
+  core::io_pool& io_;
+  std::vector<net::ip::tcp::acceptor> acceptors_;  // [i] accepts connections for io_.context(i)
   app_context& app_;
 };
 
