@@ -13,6 +13,8 @@
 // stops delivering past its bound and asks when_drained(), so a stream that reads
 // slowly catches up from memory or the log instead of being cut (subscriber.hpp).
 // The stream is cut only when a write makes no progress for `write_timeout`.
+// A client that closes its end is let go at once, also while the stream is quiet: one
+// read-readiness wait per stream (no buffer) peeks when the socket becomes readable.
 // Every end the gateway decides (run done, drain, session deleted) goes out after
 // a whole frame and, when chunked, with the last chunk.
 // Time: the io_context's heartbeat_wheel wakes the stream about once per heartbeat
@@ -97,6 +99,8 @@ class basic_sse_stream final : public core::subscriber,
   void wake_at(core::steady_time at);
   void on_timer();
   void write_heartbeat(core::steady_time now);
+  void watch_peer();  // waits for the socket to be readable: the client's end, on_readable
+  void on_readable(const boost::system::error_code& ec);
   void notify_if_drained();
   void finish(end_reason why);
 
@@ -126,6 +130,7 @@ class basic_sse_stream final : public core::subscriber,
   bool closed_ = false;        // told to end once the queue is written
   bool stalled_ = false;       // a write made no progress for the write timeout
   bool encoder_lost_ = false;  // the encoder can make nothing more (frame_encoder::lost)
+  bool peer_gone_ = false;     // the client closed its end (watch_peer)
   bool reached_end_ = false;   // the write in flight ends the response
   bool finished_ = false;
 };

@@ -49,6 +49,27 @@ std::size_t write_now(Stream& stream, std::string_view bytes, boost::system::err
   }
 }
 
+// A stream never reads its socket, so without a watch a client that closes a quiet
+// stream would be noticed only by the next write to fail (a heartbeat or two later).
+// Beast's test::stream has no wait: its streams go without the watch.
+template <class Stream>
+constexpr bool can_watch_peer = requires(Stream& s) {
+  s.async_wait(Stream::wait_read, [](const boost::system::error_code&) {});
+};
+
+// What the client has done on a stream's socket, seen without taking any byte.
+enum class peer_state { nothing, sent_bytes, gone };
+template <class Stream>
+peer_state peek_peer(Stream& stream) {
+  char byte;
+  const auto n = ::recv(stream.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return peer_state::sent_bytes;
+  // End of stream: the client closed (a half-close counts too, as nginx and Go's server
+  // count it: an SSE client has nothing to send and reads until it leaves).
+  if (n == 0) return peer_state::gone;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? peer_state::nothing : peer_state::gone;
+}
+
 // The heartbeat as it goes on the wire, made once: one chunk, or (HTTP/1.0) the bare line.
 inline std::string_view heartbeat_bytes(bool chunked) {
   static const std::string bare(core::heartbeat_line());
@@ -138,6 +159,37 @@ void basic_sse_stream<Stream>::start(Stream socket, std::string head, std::strin
   // as `reconnected`, was posted here before this call, so it goes out first.)
   wake_at(last_write_ + opts_.heartbeat);
   write_more();
+  watch_peer();
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::watch_peer() {
+  // One reactor wait, no buffer: the socket is already registered for reads, so arming
+  // it costs no syscall, and a client that sends nothing never wakes it.
+  if constexpr (sse_detail::can_watch_peer<Stream>) {
+    if (finished_) return;
+    socket_->async_wait(Stream::wait_read,
+                        [self = this->shared_from_this()](const boost::system::error_code& ec) { self->on_readable(ec); });
+  }
+}
+
+template <class Stream>
+void basic_sse_stream<Stream>::on_readable(const boost::system::error_code& ec) {
+  if constexpr (sse_detail::can_watch_peer<Stream>) {
+    if (finished_) return;  // finish() cancels the watch
+    // Cancelled with a write the wheel cut for its timeout that had just completed: the
+    // stream goes on, and so does the watch.
+    if (ec == net::error::operation_aborted) return watch_peer();
+    const auto state = ec ? sse_detail::peer_state::gone : sse_detail::peek_peer(*socket_);
+    if (state == sse_detail::peer_state::nothing) return watch_peer();
+    // Bytes (a pipelined next request) stay in the socket for the connection that may
+    // follow this stream; the watch stops there, and a write that fails still ends it.
+    if (state == sse_detail::peer_state::sent_bytes) return;
+    peer_gone_ = true;
+    // A write in flight is cut and its failure ends the stream; none: it ends here.
+    if (writing_) return sse_detail::cancel_write(*socket_);
+    finish(end_reason::client_gone);
+  }
 }
 
 template <class Stream>
@@ -237,7 +289,7 @@ void basic_sse_stream<Stream>::on_written(const boost::system::error_code& ec) {
   head_.clear();
   head_.shrink_to_fit();
   in_write_.clear();
-  if (ec) return finish(stalled_ ? end_reason::stalled : end_reason::client_gone);
+  if (ec || peer_gone_) return finish(stalled_ ? end_reason::stalled : end_reason::client_gone);
   last_write_ = wheel_.now();
   stats_.sse_frames_written += frames_in_write_;
   if (reached_end_) return finish(closed_ ? end_reason::closed : end_reason::run_done);
@@ -311,6 +363,10 @@ void basic_sse_stream<Stream>::finish(end_reason why) {
   in_write_.clear();
   drained_ = nullptr;
   stats_.sse_streams_open--;
+  if constexpr (sse_detail::can_watch_peer<Stream>) {
+    boost::system::error_code ignored;
+    socket_->cancel(ignored);  // the peer watch: the socket may serve the next request
+  }
   const bool reusable = why == end_reason::run_done && chunked_;
   auto on_end = std::move(on_end_);
   on_end_ = nullptr;
