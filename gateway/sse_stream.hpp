@@ -131,6 +131,7 @@ class basic_sse_stream final : public core::subscriber,
   bool stalled_ = false;       // a write made no progress for the write timeout
   bool encoder_lost_ = false;  // the encoder can make nothing more (frame_encoder::lost)
   bool peer_gone_ = false;     // the client closed its end (watch_peer)
+  int empty_wakes_ = 0;        // the watch's wakes that found nothing (it stops at 3)
   bool reached_end_ = false;   // the write in flight ends the response
   bool finished_ = false;
 };

@@ -164,8 +164,9 @@ void basic_sse_stream<Stream>::start(Stream socket, std::string head, std::strin
 
 template <class Stream>
 void basic_sse_stream<Stream>::watch_peer() {
-  // One reactor wait, no buffer: the socket is already registered for reads, so arming
-  // it costs no syscall, and a client that sends nothing never wakes it.
+  // One reactor wait, no buffer; a client that sends nothing never wakes it. Arming it
+  // costs one epoll_ctl (Asio re-arms the descriptor), which is also why a close that
+  // came before the wait was armed is still reported.
   if constexpr (sse_detail::can_watch_peer<Stream>) {
     if (finished_) return;
     socket_->async_wait(Stream::wait_read,
@@ -181,7 +182,12 @@ void basic_sse_stream<Stream>::on_readable(const boost::system::error_code& ec) 
     // stream goes on, and so does the watch.
     if (ec == net::error::operation_aborted) return watch_peer();
     const auto state = ec ? sse_detail::peer_state::gone : sse_detail::peek_peer(*socket_);
-    if (state == sse_detail::peer_state::nothing) return watch_peer();
+    // Woken with nothing to read: wait again, but not for ever (a socket that stayed
+    // readable with nothing to peek would spin); the writes still notice an end.
+    if (state == sse_detail::peer_state::nothing) {
+      if (++empty_wakes_ < 3) watch_peer();
+      return;
+    }
     // Bytes (a pipelined next request) stay in the socket for the connection that may
     // follow this stream; the watch stops there, and a write that fails still ends it.
     if (state == sse_detail::peer_state::sent_bytes) return;
