@@ -57,6 +57,8 @@ struct metrics {
   std::atomic<std::int64_t> fanout_connected{0};    // 1 while the subscriber connection is up
   std::atomic<std::uint64_t> fanout_reconnects{0};  // connections made again after a loss
   std::atomic<std::uint64_t> fanout_log_polls{0};   // follower reads of the log (log_follower)
+  std::atomic<std::int64_t> channels_open{0};       // sessions with a channel in memory (session_hub)
+  std::atomic<std::uint64_t> channels_evicted{0};   // channels dropped because they were idle
   std::atomic<std::int64_t> sse_streams_open{0};
   std::atomic<std::uint64_t> sse_frames_written{0};
   std::atomic<std::uint64_t> sse_slow_subscribers_dropped{0};  // stalled writes cut

@@ -36,6 +36,9 @@ struct session_record {
   std::int64_t message_count = 0;  // derived from the messages projection when read
   std::int64_t last_event_id = 0;
   std::string mode = "auto";  // auto: the agent answers; manual: a human operator does (docs/timeline.md)
+  // Not stored: session_hub::epoch() taken just before the store was asked for this row.
+  // A channel made from it learns of the channel drops that came after (session_hub::channel).
+  std::uint64_t read_epoch = 0;
 };
 
 // The contract's Session object.

@@ -1,6 +1,9 @@
 #include "core/session_hub.hpp"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
+
+#include "core/api_error.hpp"
 
 namespace agw::core {
 
@@ -20,19 +23,45 @@ session_hub::session_hub(io_executor executor, store_executor& store, event_log_
                          const settings& config, tool_runner& tools)
     : session_hub([executor] { return executor; }, store, log, stats, config, tools) {}
 
+namespace {
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+std::shared_ptr<session_channel> session_hub::channel(const session_record& session) {
+  return channel(session.id, session.last_event_id, session.read_epoch);
+}
+
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
+  return channel(session_id, last_event_id, 0);
+}
+
+std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id,
+                                                      std::uint64_t read_epoch) {
   std::lock_guard lock(mutex_);
-  auto& slot = channels_[session_id];
-  if (!slot) {
-    session_channel::options opts;
-    opts.ring_size = config_.sse_buffer_size;
-    opts.retention = config_.event_retention;
-    opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
-    opts.subscriber_backlog = config_.sse_subscriber_queue;
-    opts.deleted = deleted_.contains(session_id);
-    slot = std::make_shared<session_channel>(place_(), session_id, last_event_id, services_, opts);
+  if (auto it = channels_.find(session_id); it != channels_.end()) return it->second;
+  bool deleted = false;
+  // Only a drop after the read began can have moved what the read saw.
+  if (auto d = drops_.find(session_id); d != drops_.end()) {
+    // Whatever this session's drops were, the entry holds them all (forget_old_drops).
+    deleted = d->second.deleted_epoch > read_epoch;
+    if (d->second.evicted_epoch > read_epoch) last_event_id = std::max(last_event_id, d->second.last_id);
+  } else if (read_epoch < forgotten_epoch_) {
+    // A drop after the read began is no longer remembered, and it may have been this
+    // session's: its last id could be newer than the read's. Reading again is exact.
+    throw api_error(error_code::unavailable, "the session changed while it was being read; try again");
   }
-  return slot;
+  session_channel::options opts;
+  opts.ring_size = config_.sse_buffer_size;
+  opts.retention = config_.event_retention;
+  opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
+  opts.subscriber_backlog = config_.sse_subscriber_queue;
+  opts.deleted = deleted;
+  auto made = std::make_shared<session_channel>(place_(), session_id, last_event_id, services_, opts);
+  channels_.emplace(session_id, made);
+  stats_.channels_open++;
+  return made;
 }
 
 std::shared_ptr<session_channel> session_hub::find(const std::string& session_id) const {
@@ -50,13 +79,92 @@ void session_hub::session_deleted(const std::string& session_id) {
   std::shared_ptr<session_channel> c;
   {
     std::lock_guard lock(mutex_);
-    deleted_.insert(session_id);
+    remember_deletion(session_id);
     auto it = channels_.find(session_id);
     if (it == channels_.end()) return;
     c = std::move(it->second);
     channels_.erase(it);
+    stats_.channels_open--;
   }
   net::post(c->strand(), [c] { c->close(); });
+}
+
+std::uint64_t session_hub::epoch() const {
+  std::lock_guard lock(mutex_);
+  return epoch_;
+}
+
+std::size_t session_hub::channel_count() const {
+  std::lock_guard lock(mutex_);
+  return channels_.size();
+}
+
+void session_hub::evict_idle(std::chrono::milliseconds idle_for, std::size_t limit) {
+  const std::int64_t now = steady_ms();
+  std::vector<std::shared_ptr<session_channel>> quiet;
+  {
+    std::lock_guard lock(mutex_);
+    forget_old_drops(now);
+    // One pass over the map under the mutex, reading one atomic per channel.
+    for (const auto& [id, c] : channels_) {
+      const std::int64_t since = c->quiet_since_ms();
+      if (since != 0 && now - since >= idle_for.count()) quiet.push_back(c);
+      if (quiet.size() >= limit) break;
+    }
+  }
+  for (auto& c : quiet) {
+    auto& strand = c->strand();
+    net::post(strand, [this, c = std::move(c)] { try_evict(c); });
+  }
+}
+
+void session_hub::try_evict(const std::shared_ptr<session_channel>& c) {
+  if (!c->evictable()) return;
+  std::lock_guard lock(mutex_);
+  auto it = channels_.find(c->session_id());
+  // Held by nobody but the map and this call: no request, stream, run or completion can
+  // reach it, and none can find it once it is out of the map (both under the mutex).
+  if (it == channels_.end() || it->second != c || c.use_count() != 2) return;
+  // Then the store: its events must all be where a read of the last id finds them.
+  if (!services_.log.retire(c->session_id())) return;
+  if (!c->closed()) remember_eviction(c->session_id(), c->last_committed_id());
+  channels_.erase(it);
+  stats_.channels_open--;
+  stats_.channels_evicted++;
+}
+
+session_hub::drop& session_hub::next_drop(const std::string& session_id) {
+  auto& d = drops_[session_id];
+  d.epoch = ++epoch_;
+  d.at_ms = steady_ms();
+  drop_order_.emplace_back(session_id, d.epoch);
+  return d;
+}
+
+void session_hub::remember_eviction(const std::string& session_id, std::int64_t last_id) {
+  auto& d = next_drop(session_id);
+  // The newest channel's: after a deletion the session made again numbers from its own start.
+  d.last_id = last_id;
+  d.evicted_epoch = d.epoch;
+}
+
+void session_hub::remember_deletion(const std::string& session_id) {
+  auto& d = next_drop(session_id);
+  d.deleted_epoch = d.epoch;
+}
+
+void session_hub::forget_old_drops(std::int64_t now_ms) {
+  while (!drop_order_.empty()) {
+    auto& [id, number] = drop_order_.front();
+    auto d = drops_.find(id);
+    if (d != drops_.end() && d->second.epoch == number) {
+      if (now_ms - d->second.at_ms < drop_memory_.count()) break;
+      forgotten_epoch_ = std::max(forgotten_epoch_, number);
+      drops_.erase(d);
+    }
+    // Else a newer drop of the session replaced this one: it is remembered further on.
+    drop_order_.pop_front();
+  }
 }
 
 void session_hub::close_all_streams() {

@@ -1,18 +1,28 @@
 #pragma once
-// The live side of every session: one session_channel per session that has
-// been used since start-up, created on first use with the session's last
-// committed event id so ids continue across restarts. Also picks the agent
-// for a session's config, through the provider registry.
+// The live side of every session: one session_channel per session in use,
+// created on first use with the session's last committed event id so ids
+// continue across restarts, and dropped once idle (evict_idle) so that memory
+// follows the sessions in use, not every session used since start-up. Also picks
+// the agent for a session's config, through the provider registry.
+//
+// Ids never go back across a drop: a channel goes only when its every event is
+// where a read of the session's last id finds it (event_log_writer::retire), and
+// a channel made from a read that began before a drop takes the dropped channel's
+// last id (the hub remembers drops for a minute; a read older than what it
+// remembers is refused as unavailable, to be retried). docs/architecture.md,
+// "Channels in memory".
+//
 // Thread-safe: a mutex guards the map only; channel work runs on each
 // channel's strand, never under the mutex. A channel's strand is made on the
 // executor `placement` returns when the channel is created (the server's: the io
 // context of the thread that asks, see core/io_pool.hpp).
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "core/agents/agent.hpp"
 #include "core/agents/provider_registry.hpp"
@@ -37,13 +47,32 @@ class session_hub : public live_fanout_receiver {
 
   using live_view = session_channel::snapshot_view;
 
-  // The session's channel, created with last_event_id when it does not exist yet.
+  // How long a drop (an eviction or a deletion) is remembered for reads that began before
+  // it: a minute, far longer than a session read takes (tests shorten it).
+  void remember_drops_for(std::chrono::milliseconds d) {
+    std::lock_guard lock(mutex_);
+    drop_memory_ = d;
+  }
+
+  // The session's channel, created from the record (read after its read_epoch was taken,
+  // as session_service does) when it does not exist yet. Throws api_error unavailable when
+  // the read began before a drop the hub no longer remembers (the read took over a minute).
+  std::shared_ptr<session_channel> channel(const session_record& session);
+  // The same from a last id read before any drop (tests; a store's first read).
   std::shared_ptr<session_channel> channel(const std::string& session_id, std::int64_t last_event_id);
   std::shared_ptr<session_channel> find(const std::string& session_id) const;
   live_view live_state(const std::string& session_id) const;
 
   // Aborts the live run, closes subscribers and forgets the channel.
   void session_deleted(const std::string& session_id);
+
+  // Drops made so far: take it before reading a session from the store (read_epoch).
+  std::uint64_t epoch() const;
+  // Drops the channels quiet for at least `idle_for` that are evictable (on each one's
+  // strand, session_channel::evictable) and that nobody else holds, at most `limit` per
+  // call; forgets drops older than remember_drops_for. The drops happen after it returns.
+  void evict_idle(std::chrono::milliseconds idle_for, std::size_t limit = 10'000);
+  std::size_t channel_count() const;
   // Draining: close every subscriber stream (clients reconnect elsewhere or later).
   void close_all_streams();
   // Draining: close the subscriber streams of sessions with no live run; those of a
@@ -65,6 +94,25 @@ class session_hub : public live_fanout_receiver {
   tool_runner& tools() { return tools_; }
 
  private:
+  // What a dropped channel leaves for reads that began before the drop.
+  // One entry per session holds all its drops still remembered: a read that began before
+  // the newest eviction takes its last id, one that began before the newest deletion gets
+  // a closed channel (the session it read is gone; a session made again with the same id
+  // after that is another one).
+  struct drop {
+    std::int64_t last_id = 0;         // the evicted channel's last committed id
+    std::uint64_t evicted_epoch = 0;  // the newest eviction's number; 0: none
+    std::uint64_t deleted_epoch = 0;  // the newest deletion's number; 0: none
+    std::uint64_t epoch = 0;          // the newest drop's number
+    std::int64_t at_ms = 0;           // when it happened (steady clock)
+  };
+  std::shared_ptr<session_channel> channel(const std::string& session_id, std::int64_t last_event_id, std::uint64_t read_epoch);
+  void try_evict(const std::shared_ptr<session_channel>& c);                    // on c's strand
+  void remember_eviction(const std::string& session_id, std::int64_t last_id);  // mutex_ held
+  void remember_deletion(const std::string& session_id);                        // mutex_ held
+  drop& next_drop(const std::string& session_id);                               // mutex_ held
+  void forget_old_drops(std::int64_t now_ms);                                   // mutex_ held
+
   placement place_;
   store_executor& store_;
   metrics& stats_;
@@ -75,9 +123,15 @@ class session_hub : public live_fanout_receiver {
   const provider_registry& providers_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<session_channel>> channels_;
-  // Ids deleted since start-up: a request that looked the session up just before its
-  // DELETE gets a closed channel instead of one that would wait forever.
-  std::unordered_set<std::string> deleted_;
+  // Drops of the last drop_memory, newest per session, oldest first in drop_order_: a
+  // request that read the session just before its DELETE gets a closed channel instead of
+  // one that would wait forever, one that read it before an eviction numbers on from the
+  // evicted channel's last id.
+  std::uint64_t epoch_ = 0;
+  std::unordered_map<std::string, drop> drops_;
+  std::deque<std::pair<std::string, std::uint64_t>> drop_order_;
+  std::uint64_t forgotten_epoch_ = 0;  // the newest drop no longer in drops_
+  std::chrono::milliseconds drop_memory_{60'000};
 };
 
 }  // namespace agw::core

@@ -69,6 +69,10 @@ struct settings {
   // ttl_seconds expires (0: never), and how often the sweep looks.
   std::int64_t session_ttl = 0;
   std::chrono::duration<double> session_sweep_interval{60.0};
+  // Seconds a session's channel (its live state in memory) stays once it has no run, no
+  // subscriber and nothing on its way to the store; 0: kept until the session is deleted
+  // (docs/architecture.md, "Channels in memory").
+  std::chrono::duration<double> channel_idle{60.0};
   // Test only: a file holding milliseconds the TTL sweep adds to the wall clock, re-read
   // at every sweep, so a test expires sessions without waiting (tests/integration).
   std::string test_clock_offset_file;

@@ -313,6 +313,9 @@ const std::vector<option>& options() {
                                              &settings::session_ttl, 0, 366LL * 24 * 3600));
     t.push_back(seconds_option("session-sweep-interval", "seconds between TTL sweeps (default 60)",
                                &settings::session_sweep_interval, 0.05));
+    t.push_back(seconds_option("channel-idle",
+                               "seconds an idle session's live state stays in memory, 0 = until deleted (default 60)",
+                               &settings::channel_idle, 0));
     t.push_back(string_option("test-clock-offset-file",
                               "TEST ONLY: file of milliseconds the TTL sweep adds to the clock (default: none)",
                               &settings::test_clock_offset_file));

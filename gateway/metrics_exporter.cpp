@@ -128,6 +128,9 @@ void add_plain_families(const core::metrics& s, std::vector<MetricFamily>& out) 
   out.push_back(
       single("gateway_event_batches_committed_total", "Event log batches committed.", T::Counter, s.event_batches_committed));
   out.push_back(single("gateway_sse_streams_open", "Open SSE streams.", T::Gauge, s.sse_streams_open));
+  out.push_back(single("gateway_session_channels", "Sessions whose live channel is in memory.", T::Gauge, s.channels_open));
+  out.push_back(single("gateway_session_channels_evicted_total", "Session channels dropped from memory because they were idle.",
+                       T::Counter, s.channels_evicted));
   out.push_back(single("gateway_sse_frames_written_total", "SSE frames written to clients.", T::Counter, s.sse_frames_written));
   out.push_back(single("gateway_sse_slow_subscribers_dropped_total",
                        "SSE subscribers disconnected because a write made no progress for the write timeout.", T::Counter,

@@ -78,6 +78,9 @@ server::server(const core::settings& config, core::storage_backend storage, cons
   };
   sweeper_ = std::make_shared<core::session_sweeper>(storage.store, hub_, sweep_clock_ ? *sweep_clock_ : time, sweep,
                                                      std::move(expiring), [this](std::size_t) { webhooks_.wake(); });
+  if (config.channel_idle.count() > 0)
+    evictor_ = std::make_shared<core::channel_evictor>(
+        hub_, time, std::chrono::duration_cast<std::chrono::milliseconds>(config.channel_idle));
   forwarder_ =
       std::make_shared<core::event_forwarder>(storage.store, time, std::chrono::milliseconds(200), [this] { webhooks_.wake(); });
   register_routes(app_);
@@ -97,6 +100,7 @@ int server::run() {
   listener_->start();
   webhooks_.start();
   sweeper_->start(io_.primary().get_executor());
+  if (evictor_) evictor_->start(io_.primary().get_executor());
   forwarder_->start(io_.primary().get_executor());
   if (fanout_) {
     fanout_->start(hub_, stats_);

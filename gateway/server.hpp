@@ -8,6 +8,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <memory>
 
+#include "core/channel_evictor.hpp"
 #include "core/clock.hpp"
 #include "core/file_offset_clock.hpp"
 #include "core/io_pool.hpp"
@@ -74,6 +75,7 @@ class server {
   // The TTL sweep and its clock (the process's, or a test's offset one).
   std::unique_ptr<core::file_offset_clock> sweep_clock_;
   std::shared_ptr<core::session_sweeper> sweeper_;
+  std::shared_ptr<core::channel_evictor> evictor_;    // none when GATEWAY_CHANNEL_IDLE is 0
   std::shared_ptr<core::event_forwarder> forwarder_;  // event webhooks into the outbox
   core::live_fanout* fanout_;                         // null: a single node
   std::shared_ptr<core::log_follower> follower_;      // a cluster's followers read the log too

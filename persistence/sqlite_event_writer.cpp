@@ -267,4 +267,18 @@ void sqlite_event_writer::forget(std::string_view session_id) {
   tails_.forget(session_id);
 }
 
+bool sqlite_event_writer::retire(std::string_view session_id) {
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(std::string(session_id));
+  if (it == sessions_.end()) return true;
+  session_state& s = *it->second;
+  if (s.in_flight || s.waiting || s.tail_size > 0) return false;
+  // Its log is not used again (the caller's promise); were it, the append would fail
+  // loudly rather than write beside a newer state of the same session.
+  s.forgotten = true;
+  sessions_.erase(it);
+  tails_.forget(session_id);  // an empty tail with no claim: nothing the journal's cut needs
+  return true;
+}
+
 }  // namespace agw::persistence

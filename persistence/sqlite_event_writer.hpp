@@ -13,7 +13,7 @@
 // oldest row a tail still needs (the store executor's maintenance) and folded into
 // segments at start-up (sqlite_store::fold_journal).
 //
-// Thread-safety: open(), forget() and a session log's append() may be called from
+// Thread-safety: open(), forget(), retire() and a session log's append() may be called from
 // any thread (one mutex, which every step below takes). A session's state is found
 // through the log its channel opened, never by id on the way of a batch. A session's age timer runs on the executor its
 // batches name (the channel's strand), and owns itself while it waits, so none
@@ -53,6 +53,9 @@ class sqlite_event_writer final : public core::event_log_writer {
 
   std::shared_ptr<session_log> open(const std::string& session_id) override;
   void forget(std::string_view session_id) override;
+  // Only with no request in flight or waiting and an empty tail: journal-only events are
+  // what a read of the session's last id does not see (it reads the newest segment).
+  bool retire(std::string_view session_id) override;
 
  private:
   struct session_state;

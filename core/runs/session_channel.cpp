@@ -39,6 +39,7 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       ring_(opts.ring_size),
       cursors_(*this, services.stats, opts.replay_page, opts.subscriber_backlog) {
   snapshot_last_id_.store(last_event_id);
+  note_quiet();
 }
 
 std::int64_t session_channel::publish(std::string_view run_id, event_type type, const boost::json::object& data,
@@ -165,6 +166,7 @@ void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t af
     return;
   }
   cursors_.add(std::move(sub), after_id, std::move(on_replay));
+  note_quiet();
 }
 
 void session_channel::read_log(std::int64_t after_id, std::size_t limit, log_page_handler done) {
@@ -225,6 +227,27 @@ void session_channel::release_ring_if_idle() {
   // An idle session keeps no frames in memory: a later resume reads the log instead.
   // (Thousands of finished sessions would otherwise each hold a full ring.)
   if (!run_ && cursors_.empty() && pipeline_.idle()) ring_.clear();
+  note_quiet();
+}
+
+void session_channel::note_quiet() {
+  const bool quiet = closed_ || (!run_ && cursors_.empty() && pipeline_.idle());
+  if (!quiet) {
+    quiet_since_ms_.store(0, std::memory_order_relaxed);
+    return;
+  }
+  // Each change while quiet starts the count again: a commit of an event of no run, an
+  // unsubscribe, are activity.
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  // Never 0 (that means busy), even on a clock that started at 0.
+  quiet_since_ms_.store(std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(now).count()),
+                        std::memory_order_relaxed);
+}
+
+bool session_channel::evictable() const {
+  if (closed_) return true;  // nothing happens on it again
+  return !deleting_ && !run_ && cursors_.empty() && pipeline_.idle() && !pipeline_.fenced() &&
+         last_assigned_id() == committed_id() && !queue_waiting() && !queue_starting_ && idle_waiters_.empty();
 }
 
 void session_channel::fence_out() {
@@ -269,6 +292,7 @@ void session_channel::set_live_run(std::shared_ptr<run> r) {
   if (!run_) pipeline_.set_fence(0);
   if (!run_ && pipeline_.fenced()) follow_after_fence();
   publish_snapshot();
+  note_quiet();
   if (!run_) wake_idle_waiters();
   // Deleted while a run was only reserved (it never published): nothing else will close us.
   if (!run_ && deleting_ && pipeline_.idle()) close_now();
@@ -312,6 +336,7 @@ void session_channel::close_now() {
   ring_.clear();
   log_.forget(session_id_);
   cursors_.close_all();
+  note_quiet();
 }
 
 void session_channel::close_subscribers() {

@@ -164,6 +164,18 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   bool closed() const { return closed_; }
   bool deleting() const { return deleting_; }
 
+  // Eviction (session_hub::evict_idle). True when the channel holds nothing a new channel
+  // made from the store would not know: no run, no subscriber, nothing queued, in flight
+  // or fenced, no message waiting in the session's queue (or it is closed).
+  bool evictable() const;
+
+  // --- any thread ---
+  // Steady-clock ms since which the channel has had no run, no subscriber and nothing
+  // on its way to the store; 0 while it has. A hint for the eviction's sweep, kept at
+  // each change (a commit, a subscriber coming or going, a run starting or ending):
+  // evictable() on the strand is the exact check.
+  std::int64_t quiet_since_ms() const { return quiet_since_ms_.load(std::memory_order_relaxed); }
+
   // --- any thread ---
   struct snapshot_view {
     std::optional<run_summary> run;
@@ -189,6 +201,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   void close_now();
   void wake_idle_waiters();
   void release_ring_if_idle();
+  void note_quiet();  // quiet_since_ms_ from the state now
 
   strand_type strand_;
   std::string session_id_;
@@ -213,6 +226,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   // What snapshot() reads from other threads: the last id on every commit (an atomic),
   // the run only when it starts or ends (under the mutex).
   std::atomic<std::int64_t> snapshot_last_id_{0};
+  std::atomic<std::int64_t> quiet_since_ms_{0};
   mutable std::mutex snapshot_mutex_;
   std::optional<run_summary> snapshot_run_;
 };

@@ -82,7 +82,7 @@ net::awaitable<std::shared_ptr<session_channel>> event_service::channel(std::str
   if (auto live = hub_.find(session_id)) co_return live;
   auto finding = sessions_.require(std::move(session_id));
   auto session = co_await std::move(finding);
-  co_return hub_.channel(session.id, session.last_event_id);
+  co_return hub_.channel(session);
 }
 
 net::awaitable<std::vector<frame_ptr>> event_service::read_after(std::string session_id, std::int64_t after_id, std::size_t limit,

@@ -137,7 +137,7 @@ net::awaitable<run_start> run_service::start(session_record session, start_reque
   // Tool results answer the calls of the run that handed them over: interrupting a run
   // would make another answer the newest turn, and the results no longer fit. A 409.
   if (!request.tool_results.empty() && policy == multitask::interrupt) policy = multitask::reject;
-  auto channel = hub_.channel(session.id, session.last_event_id);
+  auto channel = hub_.channel(session);
   std::shared_ptr<run> r;
   // An interrupt waits for the live run to end, then competes for the session again:
   // a few rounds, then the 409 as if it had been rejected.
@@ -608,7 +608,7 @@ void run_service::launch(const std::shared_ptr<session_channel>& channel, const 
 run_start run_service::attach(const session_record& session, const idempotency_record& key, const std::string& hash) const {
   if (key.content_hash != hash)
     throw api_error(error_code::idempotency_mismatch, "this Idempotency-Key was used with different content");
-  return run_start{hub_.channel(session.id, session.last_event_id), key.run_id, key.first_event_id, true};
+  return run_start{hub_.channel(session), key.run_id, key.first_event_id, true};
 }
 
 }  // namespace agw::core

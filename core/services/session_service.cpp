@@ -58,13 +58,17 @@ net::awaitable<session_record> session_service::find_or_create(std::string id, b
   s.id = id;
   s.thread_id = new_uuid();
   prepare_new(s);
+  // Before the store is asked: a channel made from this row learns of later drops.
+  const std::uint64_t epoch = hub_.epoch();
   // Looked up and inserted in one write job: two requests for a new id make one session.
   auto find_or_insert = [s](store_connection& c) {
     if (auto found = c.find_session(s.id)) return *found;
     c.insert_session(s);
     return s;
   };
-  co_return co_await store_.async_write(std::move(find_or_insert), net::use_awaitable);
+  auto found = co_await store_.async_write(std::move(find_or_insert), net::use_awaitable);
+  found.read_epoch = epoch;
+  co_return found;
 }
 
 net::awaitable<session_list> session_service::list(session_filter filter) {
@@ -114,9 +118,12 @@ net::awaitable<void> session_service::remove(std::string id) {
 
 net::awaitable<session_record> session_service::require(std::string id) {
   check_id(id);
+  // Before the store is asked: a channel made from this row learns of later drops.
+  const std::uint64_t epoch = hub_.epoch();
   auto find = [id](store_connection& c) { return c.find_session(id); };
   auto s = co_await store_.async_read(std::move(find), net::use_awaitable);
   if (!s) throw api_error(error_code::not_found, "no such session");
+  s->read_epoch = epoch;
   co_return std::move(*s);
 }
 

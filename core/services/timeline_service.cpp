@@ -44,7 +44,7 @@ timeline_service::timeline_service(store_executor& store, session_hub& hub, std:
     : store_(store), hub_(hub), conversations_(std::move(conversations)), clock_(time) {}
 
 net::awaitable<std::int64_t> timeline_service::append_custom(session_record session, custom_event event) {
-  auto channel = hub_.channel(session.id, session.last_event_id);
+  auto channel = hub_.channel(session);
   auto append = [channel, event = std::move(event)]() -> net::awaitable<std::int64_t> {
     // An event of no run takes no lease (docs/scale-out.md, "Events of no run"): on a
     // cluster the channel first takes on what other nodes wrote, so that it numbers on
@@ -66,7 +66,7 @@ net::awaitable<std::int64_t> timeline_service::append_custom(session_record sess
 }
 
 net::awaitable<operator_reply> timeline_service::post_operator_message(session_record session, operator_message message) {
-  auto channel = hub_.channel(session.id, session.last_event_id);
+  auto channel = hub_.channel(session);
   auto reserving = reserve(channel, clock_, message.source);
   auto reserved = co_await std::move(reserving);
   if (!reserved.created) {

@@ -8,9 +8,9 @@
 // appends one event at a time, and finding the session's state by id on every
 // append was a measurable share of its cost.
 //
-// Thread-safety: open(), forget() and a session log's append() may be called from
-// any thread; a session has at most one batch in flight (the channel waits for
-// `done` before its next batch).
+// Thread-safety: open(), forget(), retire() and a session log's append() may be
+// called from any thread; a session has at most one batch in flight (the channel
+// waits for `done` before its next batch).
 #include <boost/asio/any_io_executor.hpp>
 #include <cstddef>
 #include <exception>
@@ -38,7 +38,7 @@ class event_log_writer {
   };
 
   // One session's way in. Every open() of one session id returns the same state
-  // until forget().
+  // until forget() or retire().
   class session_log {
    public:
     virtual ~session_log() = default;
@@ -50,6 +50,13 @@ class event_log_writer {
   // The session was deleted: whatever is held for it goes (a log opened before appends
   // nothing more that lasts).
   virtual void forget(std::string_view session_id) = 0;
+  // The session's channel is going because it is idle (session_hub's eviction), and
+  // what is held for it may go too: true when nothing of it is on its way to the store
+  // or kept in memory alone (events the store has not yet put where a read of the
+  // session's last id finds them); then the next open() starts afresh. False: it is
+  // kept, and so must the channel be (a new one would not know those events' ids).
+  // The caller promises that the log it opened appends nothing more.
+  virtual bool retire(std::string_view session_id) = 0;
 };
 
 }  // namespace agw::core

@@ -39,6 +39,12 @@ void pg_event_writer::forget(std::string_view session_id) {
   sessions_.erase(it);
 }
 
+bool pg_event_writer::retire(std::string_view session_id) {
+  std::lock_guard lock(mutex_);
+  sessions_.erase(std::string(session_id));
+  return true;
+}
+
 void pg_event_writer::append_to(session_state& s, batch b) {
   const auto executor = b.executor;
   bool queue_job = false;

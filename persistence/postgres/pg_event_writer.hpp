@@ -7,7 +7,7 @@
 // session. SQLite needed a shared journal for that (sqlite_event_writer.hpp);
 // PostgreSQL's WAL already is one.
 //
-// Thread-safety: open(), forget() and append() may be called from any thread (one
+// Thread-safety: open(), forget(), retire() and append() may be called from any thread (one
 // mutex). A session has at most one batch in flight (the channel's promise), so one
 // job never holds two rows of one session. Each batch's `done` is posted to its own
 // executor after the commit. The store executor must be stopped (its queue drained)
@@ -30,6 +30,9 @@ class pg_event_writer final : public core::event_log_writer {
 
   std::shared_ptr<session_log> open(const std::string& session_id) override;
   void forget(std::string_view session_id) override;
+  // Always: every committed batch is a row a read finds, and the channel that retires has
+  // no batch in flight.
+  bool retire(std::string_view session_id) override;
 
  private:
   struct session_state final : session_log, std::enable_shared_from_this<session_state> {

@@ -174,3 +174,27 @@ TEST_CASE("sqlite_event_writer: a refused age segment is tried again after anoth
   fx.writer.forget(sid);
   CHECK_FALSE(fx.tails.oldest_claim());
 }
+
+TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-only and lets it go once they are a segment") {
+  // An idle channel's eviction (session_hub::evict_idle) asks retire: a new channel reads
+  // the session's last id from its newest segment, which journal-only events are not in.
+  fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  const auto first = fx.writer.open(sid);
+  fx.append({token(1)});
+  fx.append({token(2)});
+  CHECK(fx.reader->find_session(sid)->last_event_id == 0);  // the tail is not what a read sees
+  CHECK_FALSE(fx.writer.retire(sid));
+  CHECK(fx.writer.open(sid) == first);  // kept as it was
+  CHECK(fx.tails.size(sid) == 2);
+
+  fx.append({done(3)}, /*ends_run=*/true);
+  CHECK(fx.reader->find_session(sid)->last_event_id == 3);
+  CHECK(fx.writer.retire(sid));
+  CHECK(fx.writer.retire(sid));  // nothing left: still true
+
+  // The next open starts afresh and the log goes on where it was.
+  const auto again = fx.writer.open(sid);
+  CHECK(again != first);
+  fx.append({token(4)});
+  CHECK(fx.readable() == range(1, 4));
+}

@@ -18,6 +18,7 @@ class fake_event_writer final : public core::event_log_writer {
 
   std::shared_ptr<session_log> open(const std::string& session_id) override { return std::make_shared<log>(store_, session_id); }
   void forget(std::string_view) override {}
+  bool retire(std::string_view) override { return true; }  // nothing held per session
 
  private:
   struct log final : session_log {

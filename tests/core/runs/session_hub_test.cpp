@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include "core/api_error.hpp"
 #include "core/clock.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -289,4 +290,128 @@ TEST_CASE("session_hub: the default agent runs the mock; an unknown provider's r
   CHECK(boost::json::parse(failed.back()->data()).at("assistant_data").at("status").as_string() == "error");
   CHECK(f.stats.runs_failed.load() == 1);
   CHECK(f.stats.runs_completed.load() == 1);
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// What session_service::require hands a service: a row read after the hub's epoch was taken.
+agw::core::session_record read_now(agw::core::session_hub& hub, const std::string& id, std::int64_t last_event_id) {
+  agw::core::session_record s;
+  s.id = id;
+  s.read_epoch = hub.epoch();
+  s.last_event_id = last_event_id;
+  return s;
+}
+
+void publish_tokens(hub_fixture& f, const std::shared_ptr<agw::core::session_channel>& c, int n) {
+  f.on_strand(c, [c, n] {
+    for (int i = 0; i < n; ++i) c->publish_outside_run(event_type::custom, agw::core::event_source::ai_agent, {{"n", i}});
+  });
+  f.settle();
+}
+
+}  // namespace
+
+TEST_CASE("session_hub: an idle channel nobody holds is evicted, and the next one numbers on from it") {
+  hub_fixture f;
+  auto a = f.hub.channel(read_now(f.hub, "a", 0));
+  // A read that began before the events below (and before the eviction): it saw last id 0.
+  const auto stale = read_now(f.hub, "a", 0);
+  publish_tokens(f, a, 3);
+  CHECK(a->last_committed_id() == 3);
+  CHECK(f.stats.channels_open == 1);
+
+  // Quiet for less than idle_for: not a candidate.
+  f.hub.evict_idle(1h);
+  f.settle();
+  CHECK(f.hub.find("a") == a);
+
+  a.reset();
+  f.hub.evict_idle(0ms);
+  f.settle();
+  CHECK(f.hub.find("a") == nullptr);
+  CHECK(f.hub.channel_count() == 0);
+  CHECK(f.stats.channels_open == 0);
+  CHECK(f.stats.channels_evicted == 1);
+
+  // The old read would have started at 1: the hub remembers the drop.
+  auto b = f.hub.channel(stale);
+  CHECK(b->last_committed_id() == 3);
+  publish_tokens(f, b, 1);
+  CHECK(f.db.committed_event_ids("a") == std::vector<std::int64_t>{1, 2, 3, 4});
+  // A read after the drop is taken as it is (it sees the store as the drop left it).
+  b.reset();
+  f.hub.evict_idle(0ms);
+  f.settle();
+  CHECK(f.hub.find("a") == nullptr);
+  CHECK(f.hub.channel(read_now(f.hub, "a", 4))->last_committed_id() == 4);
+}
+
+TEST_CASE("session_hub: a held channel, one with a subscriber or with a run stays") {
+  hub_fixture f;
+  auto held = f.hub.channel("held", 0);
+  auto followed = f.hub.channel("followed", 0);
+  auto rec = f.subscribe(followed);
+  auto running = f.hub.channel("running", 0);
+  auto r = std::make_shared<agw::core::run>(running->strand(), wall_clock, "run-1", 1, 0);
+  f.on_strand(running, [&] { running->set_live_run(r); });
+  f.settle();
+  CHECK(followed->quiet_since_ms() == 0);
+  CHECK(running->quiet_since_ms() == 0);
+  CHECK(held->quiet_since_ms() > 0);
+
+  followed.reset();
+  running.reset();
+  f.hub.evict_idle(0ms);
+  f.settle();
+  CHECK(f.hub.channel_count() == 3);
+  CHECK(f.stats.channels_evicted == 0);
+
+  // Once their run ended and their follower left, they go too.
+  auto ch = f.hub.find("followed");
+  f.on_strand(ch, [&] { ch->unsubscribe(rec.get()); });
+  auto rn = f.hub.find("running");
+  f.on_strand(rn, [&] { rn->set_live_run(nullptr); });
+  f.settle();
+  ch.reset();
+  rn.reset();
+  f.hub.evict_idle(0ms);
+  f.settle();
+  CHECK(f.hub.channel_count() == 1);
+  CHECK(f.hub.find("held") == held);
+}
+
+TEST_CASE("session_hub: deletions and evictions apply to reads that began before them only") {
+  hub_fixture f;
+  const auto before_delete = read_now(f.hub, "a", 0);
+  f.hub.session_deleted("a");
+  // Read before the DELETE: a closed channel. The same id made again and read after it: a
+  // live one.
+  auto closed = f.hub.channel(before_delete);
+  CHECK(closed->closed());
+  closed.reset();
+  f.hub.evict_idle(0ms);  // a closed channel nobody holds goes as well
+  f.settle();
+  CHECK(f.hub.find("a") == nullptr);
+  auto made_again = f.hub.channel(read_now(f.hub, "a", 0));
+  CHECK_FALSE(made_again->closed());
+}
+
+TEST_CASE("session_hub: a read older than the drops the hub remembers is refused, to be read again") {
+  hub_fixture f;
+  f.hub.remember_drops_for(0ms);
+  auto a = f.hub.channel(read_now(f.hub, "a", 0));
+  const auto stale = read_now(f.hub, "b", 0);  // any session: the hub cannot tell which drops it forgot
+  publish_tokens(f, a, 2);
+  a.reset();
+  f.hub.evict_idle(0ms);
+  f.settle();
+  REQUIRE(f.hub.find("a") == nullptr);
+  f.hub.evict_idle(0ms);  // forgets the drop
+  CHECK_THROWS_AS(f.hub.channel(stale), agw::core::api_error);
+  CHECK(f.hub.find("b") == nullptr);  // nothing half made
+  // Read again, it is exact.
+  CHECK(f.hub.channel(read_now(f.hub, "a", 2))->last_committed_id() == 2);
 }
