@@ -5,7 +5,16 @@
 // next run whole.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/support/gateway_process.hpp"
 #include "tests/support/http_client.hpp"
@@ -27,12 +36,17 @@ bool evicted(std::uint16_t port, double times) {
 }
 
 std::vector<std::int64_t> json_ids(std::uint16_t port, const std::string& sid) {
-  auto r = http_call(port, "GET", events_path(sid) + "?after=0&limit=1000", {}, {{"Accept", "application/json"}});
-  REQUIRE(r.status == 200);
-  const auto body = r.json();  // kept: the loop below walks into it
   std::vector<std::int64_t> out;
-  for (const auto& e : body.at("events").as_array()) out.push_back(e.at("id").as_int64());
-  return out;
+  for (;;) {  // page by page (at most 1,000 events each)
+    const std::int64_t after = out.empty() ? 0 : out.back();
+    auto r = http_call(port, "GET", events_path(sid) + "?after=" + std::to_string(after) + "&limit=1000", {},
+                       {{"Accept", "application/json"}});
+    REQUIRE(r.status == 200);
+    const auto body = r.json();  // kept: the loop below walks into it
+    const auto& events = body.at("events").as_array();
+    if (events.empty()) return out;
+    for (const auto& e : events) out.push_back(e.at("id").as_int64());
+  }
 }
 
 }  // namespace
@@ -123,4 +137,99 @@ TEST_CASE("channels: an event only the journal holds keeps its channel until it 
   std::vector<std::int64_t> expected;
   for (std::int64_t id = 1; id <= *run2.back()->id; ++id) expected.push_back(id);
   CHECK(json_ids(port, sid) == expected);
+}
+
+TEST_CASE("channels: runs, events of no run and reads racing constant evictions give every id once, in the log") {
+  // Channels go 10 ms after their last activity while four clients keep coming back to
+  // the same sessions: every request meets a channel that is going, gone or just made.
+  gateway_process gw(gateway_process::env_map{{"GATEWAY_CHANNEL_IDLE", "0.01"}});
+  const auto port = gw.port();
+  std::vector<std::string> sids;
+  for (int i = 0; i < 6; ++i) sids.push_back(runs::create_mock_session(port, R"({"tokens":3})"));
+
+  std::mutex mutex;
+  std::map<std::string, std::vector<std::int64_t>> acknowledged;  // ids handed to clients, per session
+  std::vector<std::string> problems;
+  std::atomic<int> runs_done{0}, customs_done{0};
+  std::function<void(unsigned)> client_loop;
+  auto client = [&](unsigned seed) {
+    try {
+      client_loop(seed);
+    } catch (const std::exception& e) {  // a thread must not throw: the test would abort
+      std::lock_guard lock(mutex);
+      problems.push_back(std::string("client: ") + e.what());
+    }
+  };
+  client_loop = [&](unsigned seed) {
+    std::mt19937 rnd(seed);
+    const auto end = clock_type::now() + 6s;
+    while (clock_type::now() < end) {
+      const std::string& sid = sids[rnd() % sids.size()];
+      const unsigned op = rnd() % 10;
+      std::vector<std::int64_t> ids;
+      if (op < 5) {
+        auto r = runs::start_message(port, sid, "hi");
+        if (r->head.status == 409) continue;  // another client's run is live
+        if (r->head.status != 200 || !r->read_to_end(20s)) {
+          std::lock_guard lock(mutex);
+          problems.push_back("run: " + std::to_string(r->head.status) + " " + r->head.body);
+          continue;
+        }
+        // Its own events (the stream also carries the session's events of no run meanwhile).
+        for (const auto* f : numbered(r->parser))
+          if (f->event != "custom") ids.push_back(*f->id);
+        runs_done++;
+      } else if (op < 8) {
+        auto r =
+            http_call(port, "POST", events_path(sid), R"({"type":"custom","data":{}})", {{"Content-Type", "application/json"}});
+        if (r.status != 201) {
+          std::lock_guard lock(mutex);
+          problems.push_back("custom: " + std::to_string(r.status) + " " + r.body);
+          continue;
+        }
+        ids.push_back(r.json().at("id").as_int64());
+        customs_done++;
+      } else {
+        auto r = http_call(port, "GET", events_path(sid) + "?after=0&limit=1000", {}, {{"Accept", "application/json"}});
+        if (r.status != 200) {
+          std::lock_guard lock(mutex);
+          problems.push_back("read: " + std::to_string(r.status) + " " + r.body);
+        }
+      }
+      {
+        std::lock_guard lock(mutex);
+        auto& mine = acknowledged[sid];
+        mine.insert(mine.end(), ids.begin(), ids.end());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(rnd() % 25));  // room for evictions
+    }
+  };
+  std::vector<std::thread> clients;
+  for (unsigned i = 0; i < 4; ++i) clients.emplace_back(client, i + 1);
+  for (auto& t : clients) t.join();
+  INFO("problems: " << (problems.empty() ? std::string() : problems.front()));
+  CHECK(problems.empty());
+  CHECK(runs_done > 20);
+  CHECK(customs_done > 10);
+  CHECK(metric(port, "gateway_session_channels_evicted_total") > 20);
+
+  for (const auto& sid : sids) {
+    CAPTURE(sid);
+    // Events of no run become segments within two seconds; the log is read whole then.
+    std::vector<std::int64_t> log;
+    const auto deadline = clock_type::now() + 10s;
+    auto acked = acknowledged[sid];
+    std::sort(acked.begin(), acked.end());
+    CHECK(std::adjacent_find(acked.begin(), acked.end()) == acked.end());  // no id handed out twice
+    do {
+      std::this_thread::sleep_for(100ms);
+      log = json_ids(port, sid);
+    } while (!acked.empty() && (log.empty() || log.back() < acked.back()) && clock_type::now() < deadline);
+    for (std::size_t i = 0; i < log.size(); ++i) CHECK(log[i] == static_cast<std::int64_t>(i + 1));
+    std::vector<std::int64_t> missing;
+    std::set_difference(acked.begin(), acked.end(), log.begin(), log.end(), std::back_inserter(missing));
+    INFO("log holds " << log.size() << " events; acknowledged and missing: " << missing.size() << ", first "
+                      << (missing.empty() ? 0 : missing.front()));
+    CHECK(missing.empty());  // every one is in the log
+  }
 }
