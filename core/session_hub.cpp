@@ -30,23 +30,25 @@ std::int64_t steady_ms() {
 }  // namespace
 
 std::shared_ptr<session_channel> session_hub::channel(const session_record& session) {
-  return channel(session.id, session.last_event_id, session.read_epoch);
+  return channel(session.id, session.thread_id, session.last_event_id, session.read_epoch);
 }
 
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id) {
-  return channel(session_id, last_event_id, 0);
+  return channel(session_id, {}, last_event_id, 0);
 }
 
-std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, std::int64_t last_event_id,
-                                                      std::uint64_t read_epoch) {
+std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, const std::string& thread_id,
+                                                      std::int64_t last_event_id, std::uint64_t read_epoch) {
   std::lock_guard lock(mutex_);
   if (auto it = channels_.find(session_id); it != channels_.end()) return it->second;
-  bool deleted = false;
-  // Only a drop after the read began can have moved what the read saw.
   if (auto d = drops_.find(session_id); d != drops_.end()) {
-    // Whatever this session's drops were, the entry holds them all (forget_old_drops).
-    deleted = d->second.deleted_epoch > read_epoch;
-    if (d->second.evicted_epoch > read_epoch) last_event_id = std::max(last_event_id, d->second.last_id);
+    // Whatever this id's drops were, the entry holds them all (forget_old_drops).
+    const auto& gone = d->second.deleted_threads;
+    // The session read is gone: answered as if the request had come a moment later.
+    if (std::find(gone.begin(), gone.end(), thread_id) != gone.end()) throw api_error(error_code::not_found, "no such session");
+    // Only an eviction after the read began, of the same session, can have moved what it saw.
+    if (d->second.evicted_epoch > read_epoch && d->second.evicted_thread == thread_id)
+      last_event_id = std::max(last_event_id, d->second.last_id);
   } else if (read_epoch < forgotten_epoch_) {
     // A drop after the read began is no longer remembered, and it may have been this
     // session's: its last id could be newer than the read's. Reading again is exact.
@@ -57,7 +59,7 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
   opts.retention = config_.event_retention;
   opts.replay_page = std::max<std::size_t>(16, config_.sse_subscriber_queue / 4);
   opts.subscriber_backlog = config_.sse_subscriber_queue;
-  opts.deleted = deleted;
+  opts.thread_id = thread_id;
   auto made = std::make_shared<session_channel>(place_(), session_id, last_event_id, services_, opts);
   channels_.emplace(session_id, made);
   stats_.channels_open++;
@@ -75,11 +77,15 @@ session_hub::live_view session_hub::live_state(const std::string& session_id) co
   return c ? c->snapshot() : live_view{};
 }
 
-void session_hub::session_deleted(const std::string& session_id) {
+void session_hub::session_deleted(const std::string& session_id, const std::string& thread_id) {
   std::shared_ptr<session_channel> c;
   {
     std::lock_guard lock(mutex_);
-    remember_deletion(session_id);
+    remember_deletion(session_id, thread_id);
+    // Now, under the mutex, before a session made again with this id can have a channel:
+    // the old channel (still closing, its run ending) keeps a log that writes nothing more,
+    // and the new one opens its own.
+    services_.log.forget(session_id);
     auto it = channels_.find(session_id);
     if (it == channels_.end()) return;
     c = std::move(it->second);
@@ -105,12 +111,26 @@ void session_hub::evict_idle(std::chrono::milliseconds idle_for, std::size_t lim
   {
     std::lock_guard lock(mutex_);
     forget_old_drops(now);
-    // One pass over the map under the mutex, reading one atomic per channel.
-    for (const auto& [id, c] : channels_) {
-      const std::int64_t since = c->quiet_since_ms();
-      if (since != 0 && now - since >= idle_for.count()) quiet.push_back(c);
-      if (quiet.size() >= limit) break;
+    // One pass over the map under the mutex, reading one atomic per channel. It starts
+    // where the last one stopped taking candidates, so quiet channels that cannot go yet
+    // (held, or with journal-only events) do not starve the others past `limit`.
+    const std::size_t n = channels_.size();
+    const std::size_t start = n == 0 ? 0 : sweep_from_ % n;
+    std::size_t i = 0, next = start;
+    for (int round = 0; round < 2 && quiet.size() < limit; ++round) {
+      i = 0;
+      for (const auto& [id, c] : channels_) {
+        const bool mine = round == 0 ? i >= start : i < start;
+        if (mine) {
+          const std::int64_t since = c->quiet_since_ms();
+          if (since != 0 && now - since >= idle_for.count()) quiet.push_back(c);
+          next = i + 1;
+          if (quiet.size() >= limit) break;
+        }
+        ++i;
+      }
     }
+    sweep_from_ = next;
   }
   for (auto& c : quiet) {
     auto& strand = c->strand();
@@ -127,29 +147,34 @@ void session_hub::try_evict(const std::shared_ptr<session_channel>& c) {
   if (it == channels_.end() || it->second != c || c.use_count() != 2) return;
   // Then the store: its events must all be where a read of the last id finds them.
   if (!services_.log.retire(c->session_id())) return;
-  if (!c->closed()) remember_eviction(c->session_id(), c->last_committed_id());
+  if (!c->closed()) remember_eviction(c->session_id(), c->thread_id(), c->last_committed_id());
   channels_.erase(it);
   stats_.channels_open--;
   stats_.channels_evicted++;
 }
 
 session_hub::drop& session_hub::next_drop(const std::string& session_id) {
+  const std::int64_t now = steady_ms();
+  forget_old_drops(now);  // here too: with eviction off, deletions alone must not pile up
   auto& d = drops_[session_id];
   d.epoch = ++epoch_;
-  d.at_ms = steady_ms();
+  d.at_ms = now;
   drop_order_.emplace_back(session_id, d.epoch);
   return d;
 }
 
-void session_hub::remember_eviction(const std::string& session_id, std::int64_t last_id) {
+void session_hub::remember_eviction(const std::string& session_id, const std::string& thread_id, std::int64_t last_id) {
   auto& d = next_drop(session_id);
-  // The newest channel's: after a deletion the session made again numbers from its own start.
+  // The newest channel's: an older eviction was of the same session with a smaller last id,
+  // or of one deleted since (its reads are answered not_found).
+  d.evicted_thread = thread_id;
   d.last_id = last_id;
   d.evicted_epoch = d.epoch;
 }
 
-void session_hub::remember_deletion(const std::string& session_id) {
+void session_hub::remember_deletion(const std::string& session_id, const std::string& thread_id) {
   auto& d = next_drop(session_id);
+  d.deleted_threads.push_back(thread_id);
   d.deleted_epoch = d.epoch;
 }
 

@@ -8,9 +8,9 @@
 // Ids never go back across a drop: a channel goes only when its every event is
 // where a read of the session's last id finds it (event_log_writer::retire), and
 // a channel made from a read that began before a drop takes the dropped channel's
-// last id (the hub remembers drops for a minute; a read older than what it
-// remembers is refused as unavailable, to be retried). docs/architecture.md,
-// "Channels in memory".
+// last id; a read of a session deleted since is answered not_found (the hub
+// remembers drops for a minute; a read older than what it remembers is refused as
+// unavailable, to be retried). docs/architecture.md, "Channels in memory".
 //
 // Thread-safe: a mutex guards the map only; channel work runs on each
 // channel's strand, never under the mutex. A channel's strand is made on the
@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/agents/agent.hpp"
 #include "core/agents/provider_registry.hpp"
@@ -55,16 +56,19 @@ class session_hub : public live_fanout_receiver {
   }
 
   // The session's channel, created from the record (read after its read_epoch was taken,
-  // as session_service does) when it does not exist yet. Throws api_error unavailable when
-  // the read began before a drop the hub no longer remembers (the read took over a minute).
+  // as session_service does) when it does not exist yet. Throws api_error not_found when
+  // the session read was deleted since, unavailable when the read began before a drop the
+  // hub no longer remembers (the read took over a minute).
   std::shared_ptr<session_channel> channel(const session_record& session);
-  // The same from a last id read before any drop (tests; a store's first read).
+  // The same from a last id read before any drop, of a session never deleted (tests).
   std::shared_ptr<session_channel> channel(const std::string& session_id, std::int64_t last_event_id);
   std::shared_ptr<session_channel> find(const std::string& session_id) const;
   live_view live_state(const std::string& session_id) const;
 
-  // Aborts the live run, closes subscribers and forgets the channel.
-  void session_deleted(const std::string& session_id);
+  // After the session's rows were deleted: aborts the live run, closes subscribers and
+  // forgets the channel and what the event log writer held for it. `thread_id`: the deleted
+  // session's, which tells its records from those of a session made again with its id.
+  void session_deleted(const std::string& session_id, const std::string& thread_id);
 
   // Drops made so far: take it before reading a session from the store (read_epoch).
   std::uint64_t epoch() const;
@@ -95,23 +99,26 @@ class session_hub : public live_fanout_receiver {
 
  private:
   // What a dropped channel leaves for reads that began before the drop.
-  // One entry per session holds all its drops still remembered: a read that began before
-  // the newest eviction takes its last id, one that began before the newest deletion gets
-  // a closed channel (the session it read is gone; a session made again with the same id
-  // after that is another one).
+  // One entry per session id holds all its drops still remembered. A session is one
+  // incarnation of its id, told by its thread id (new at every creation): a read of an
+  // incarnation deleted since is answered not_found; a read that began before the newest
+  // eviction of the same incarnation takes the evicted channel's last id.
   struct drop {
-    std::int64_t last_id = 0;         // the evicted channel's last committed id
-    std::uint64_t evicted_epoch = 0;  // the newest eviction's number; 0: none
-    std::uint64_t deleted_epoch = 0;  // the newest deletion's number; 0: none
-    std::uint64_t epoch = 0;          // the newest drop's number
-    std::int64_t at_ms = 0;           // when it happened (steady clock)
+    std::vector<std::string> deleted_threads;  // incarnations deleted (their thread ids)
+    std::string evicted_thread;                // the newest eviction's incarnation
+    std::int64_t last_id = 0;                  // its channel's last committed id
+    std::uint64_t evicted_epoch = 0;           // the newest eviction's number; 0: none
+    std::uint64_t deleted_epoch = 0;           // the newest deletion's number; 0: none
+    std::uint64_t epoch = 0;                   // the newest drop's number
+    std::int64_t at_ms = 0;                    // when it happened (steady clock)
   };
-  std::shared_ptr<session_channel> channel(const std::string& session_id, std::int64_t last_event_id, std::uint64_t read_epoch);
-  void try_evict(const std::shared_ptr<session_channel>& c);                    // on c's strand
-  void remember_eviction(const std::string& session_id, std::int64_t last_id);  // mutex_ held
-  void remember_deletion(const std::string& session_id);                        // mutex_ held
-  drop& next_drop(const std::string& session_id);                               // mutex_ held
-  void forget_old_drops(std::int64_t now_ms);                                   // mutex_ held
+  std::shared_ptr<session_channel> channel(const std::string& session_id, const std::string& thread_id,
+                                           std::int64_t last_event_id, std::uint64_t read_epoch);
+  void try_evict(const std::shared_ptr<session_channel>& c);                                                  // on c's strand
+  void remember_eviction(const std::string& session_id, const std::string& thread_id, std::int64_t last_id);  // mutex_ held
+  void remember_deletion(const std::string& session_id, const std::string& thread_id);                        // mutex_ held
+  drop& next_drop(const std::string& session_id);                                                             // mutex_ held
+  void forget_old_drops(std::int64_t now_ms);                                                                 // mutex_ held
 
   placement place_;
   store_executor& store_;
@@ -132,6 +139,7 @@ class session_hub : public live_fanout_receiver {
   std::deque<std::pair<std::string, std::uint64_t>> drop_order_;
   std::uint64_t forgotten_epoch_ = 0;  // the newest drop no longer in drops_
   std::chrono::milliseconds drop_memory_{60'000};
+  std::size_t sweep_from_ = 0;  // where the next evict_idle pass starts looking (round robin)
 };
 
 }  // namespace agw::core

@@ -32,7 +32,6 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       fanout_(services.fanout),
       opts_(opts),
       next_id_(last_event_id + 1),
-      closed_(opts.deleted),
       pipeline_(strand_, session_id_, services.log,
                 {opts.max_batch, opts.high_watermark, opts.retention, &services.stats.event_commit_wait_seconds}, *this,
                 last_event_id),
@@ -334,7 +333,8 @@ void session_channel::close_now() {
   wake_idle_waiters();
   pipeline_.close();
   ring_.clear();
-  log_.forget(session_id_);
+  // The writer forgot the session when it was deleted (session_hub::session_deleted): not
+  // by id here, where a session made again with the same id may have a channel already.
   cursors_.close_all();
   note_quiet();
 }

@@ -71,7 +71,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
     std::size_t subscriber_backlog = 8192;  // a subscriber's untaken frames past which it catches up instead
     std::size_t retention = 0;              // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;            // events per commit (and per delivery)
-    bool deleted = false;                   // born closed: the session was deleted already
+    std::string thread_id = {};             // the session's (tells it from one made again with its id)
   };
 
   session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id, const channel_services& services,
@@ -79,6 +79,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   strand_type& strand() { return strand_; }
   const std::string& session_id() const { return session_id_; }
+  const std::string& thread_id() const { return opts_.thread_id; }
   store_executor& store() { return store_; }
 
   // --- on the strand ---

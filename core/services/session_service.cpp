@@ -109,11 +109,16 @@ net::awaitable<session_view> session_service::patch(std::string id, boost::json:
 
 net::awaitable<void> session_service::remove(std::string id) {
   check_id(id);
-  auto erase = [id](store_connection& c) { return c.delete_session(id); };
-  const bool deleted = co_await store_.async_write(std::move(erase), net::use_awaitable);
+  // The deleted session's thread id tells its records from a session made again with this id.
+  auto erase = [id](store_connection& c) -> std::optional<std::string> {
+    auto s = c.find_session(id);
+    if (!s || !c.delete_session(id)) return std::nullopt;
+    return s->thread_id;
+  };
+  const auto deleted = co_await store_.async_write(std::move(erase), net::use_awaitable);
   if (!deleted) throw api_error(error_code::not_found, "no such session");
   // Rows first, then the live side: a run still going ends unstored, its followers are closed.
-  hub_.session_deleted(id);
+  hub_.session_deleted(id, *deleted);
 }
 
 net::awaitable<session_record> session_service::require(std::string id) {

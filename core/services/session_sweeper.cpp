@@ -55,17 +55,17 @@ net::awaitable<std::size_t> session_sweeper::sweep_batch(bool& more) {
   for (const auto& s : candidates) ids.push_back(s.id);
   if (ids.empty()) co_return 0;
   auto expire = [ids, now, ttl = opts_.default_ttl_ms,
-                 hook = expiring_](store_connection& c) -> std::optional<std::vector<std::string>> {
+                 hook = expiring_](store_connection& c) -> std::optional<std::vector<std::pair<std::string, std::string>>> {
     // One node at a time (several may share a PostgreSQL store): two sweeps expiring one
     // session would both write its session.expired notice. Held until this job's commit.
     if (!c.try_lead("session-ttl-sweep")) return std::nullopt;
-    std::vector<std::string> gone;
+    std::vector<std::pair<std::string, std::string>> gone;  // id, thread id
     for (const auto& id : ids) {
       auto s = c.find_session(id);
       auto expiry = s ? expiry_of(*s, ttl) : std::nullopt;
       if (!expiry || *expiry > now) continue;  // touched since it was found
       if (hook) hook(c, *s);
-      if (c.delete_session(id)) gone.push_back(id);
+      if (c.delete_session(id)) gone.emplace_back(id, s->thread_id);
     }
     return gone;
   };
@@ -77,7 +77,7 @@ net::awaitable<std::size_t> session_sweeper::sweep_batch(bool& more) {
   }
   auto gone = std::move(*expired);
   // Rows first, then the live side, as DELETE does.
-  for (const auto& id : gone) hub_.session_deleted(id);
+  for (const auto& [id, thread] : gone) hub_.session_deleted(id, thread);
   if (!gone.empty()) {
     spdlog::info("session sweep: {} idle sessions expired", gone.size());
     if (expired_) expired_(gone.size());

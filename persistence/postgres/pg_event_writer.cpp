@@ -41,7 +41,12 @@ void pg_event_writer::forget(std::string_view session_id) {
 
 bool pg_event_writer::retire(std::string_view session_id) {
   std::lock_guard lock(mutex_);
-  sessions_.erase(std::string(session_id));
+  auto it = sessions_.find(std::string(session_id));
+  if (it == sessions_.end()) return true;
+  // Its log is not used again (the caller's promise); were it, the append would fail
+  // loudly, as SQLite's does.
+  it->second->forgotten = true;
+  sessions_.erase(it);
   return true;
 }
 

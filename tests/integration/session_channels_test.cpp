@@ -132,10 +132,11 @@ TEST_CASE("channels: an event only the journal holds keeps its channel until it 
   const auto run2 = numbered(second->parser);
   REQUIRE(!run2.empty());
   CHECK(*run2.front()->id == custom_id + 1);
+  const std::int64_t last = *run2.back()->id;  // before the stream (which holds the frames) goes
   second.reset();
   REQUIRE(evicted(port, 3));
   std::vector<std::int64_t> expected;
-  for (std::int64_t id = 1; id <= *run2.back()->id; ++id) expected.push_back(id);
+  for (std::int64_t id = 1; id <= last; ++id) expected.push_back(id);
   CHECK(json_ids(port, sid) == expected);
 }
 

@@ -83,9 +83,10 @@ struct fixture {
   agw::core::store_executor store{
       [this](auto) { return std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails); },
       {.readers = 1}};
-  sqlite_event_writer writer;
+  // Before the writer: its sessions hold the strand's executor, which must not outlive io.
   net::io_context io;
   net::strand<net::io_context::executor_type> strand{net::make_strand(io)};
+  sqlite_event_writer writer;
   std::unique_ptr<sqlite_store> reader =
       std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails);
 };

@@ -17,8 +17,10 @@ class fake_event_writer final : public core::event_log_writer {
   explicit fake_event_writer(core::store_executor& store) : store_(store) {}
 
   std::shared_ptr<session_log> open(const std::string& session_id) override { return std::make_shared<log>(store_, session_id); }
-  void forget(std::string_view) override {}
+  void forget(std::string_view session_id) override { forgotten.emplace_back(session_id); }
   bool retire(std::string_view) override { return true; }  // nothing held per session
+
+  std::vector<std::string> forgotten;  // forget()'s ids, in order (the test's thread only)
 
  private:
   struct log final : session_log {
