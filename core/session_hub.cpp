@@ -40,20 +40,30 @@ std::shared_ptr<session_channel> session_hub::channel(const std::string& session
 std::shared_ptr<session_channel> session_hub::channel(const std::string& session_id, const std::string& thread_id,
                                                       std::int64_t last_event_id, std::uint64_t read_epoch) {
   std::lock_guard lock(mutex_);
-  if (auto it = channels_.find(session_id); it != channels_.end()) return it->second;
-  if (auto d = drops_.find(session_id); d != drops_.end()) {
-    // Whatever this id's drops were, the entry holds them all (forget_old_drops).
-    const auto& gone = d->second.deleted_threads;
-    // The session read is gone: answered as if the request had come a moment later.
-    if (std::find(gone.begin(), gone.end(), thread_id) != gone.end()) throw api_error(error_code::not_found, "no such session");
-    // Only an eviction after the read began, of the same session, can have moved what it saw.
-    if (d->second.evicted_epoch > read_epoch && d->second.evicted_thread == thread_id)
-      last_event_id = std::max(last_event_id, d->second.last_id);
-  } else if (read_epoch < forgotten_epoch_) {
+  // A session is one incarnation of its id, told by its thread id (empty: tests, matching any).
+  auto same = [&thread_id](const std::string& other) { return thread_id.empty() || other.empty() || other == thread_id; };
+  auto d = drops_.find(session_id);
+  if (d != drops_.end()) {
+    // The session read is gone: answered as if the request had come a moment later, even
+    // when a session made again with its id has a channel already.
+    for (const auto& gone : d->second.deleted_threads)
+      if (same(gone)) throw api_error(error_code::not_found, "no such session");
+  }
+  if (auto it = channels_.find(session_id); it != channels_.end()) {
+    if (same(it->second->thread_id())) return it->second;
+    // The channel is of the session this id named before: deleted, its rows gone, and the
+    // hub not told yet (session_deleted comes right after the delete's commit).
+    throw api_error(error_code::unavailable, "the session is being replaced; try again");
+  }
+  if (read_epoch < forgotten_epoch_) {
     // A drop after the read began is no longer remembered, and it may have been this
-    // session's: its last id could be newer than the read's. Reading again is exact.
+    // session's (a deletion, or an eviction after which its last id moved on). Reading
+    // again is exact.
     throw api_error(error_code::unavailable, "the session changed while it was being read; try again");
   }
+  // Only an eviction after the read began, of the same session, can have moved what it saw.
+  if (d != drops_.end() && d->second.evicted_epoch > read_epoch && same(d->second.evicted_thread))
+    last_event_id = std::max(last_event_id, d->second.last_id);
   session_channel::options opts;
   opts.ring_size = config_.sse_buffer_size;
   opts.retention = config_.event_retention;
@@ -82,11 +92,17 @@ void session_hub::session_deleted(const std::string& session_id, const std::stri
   {
     std::lock_guard lock(mutex_);
     remember_deletion(session_id, thread_id);
-    // Now, under the mutex, before a session made again with this id can have a channel:
-    // the old channel (still closing, its run ending) keeps a log that writes nothing more,
-    // and the new one opens its own.
-    services_.log.forget(session_id);
     auto it = channels_.find(session_id);
+    // A session made again with this id between the delete's commit and this call may have
+    // its channel already (channel() refuses to hand it the old one): that one, and the
+    // writer state it opened, are not this deletion's.
+    if (it != channels_.end() && !thread_id.empty() && !it->second->thread_id().empty() &&
+        it->second->thread_id() != thread_id)
+      return;
+    // Under the mutex, before a session made again with this id can have a channel: the old
+    // channel (still closing, its run ending) keeps a log that writes nothing more, and a
+    // new one opens its own. (No channel: an evicted one retired its state already.)
+    services_.log.forget(session_id);
     if (it == channels_.end()) return;
     c = std::move(it->second);
     channels_.erase(it);
@@ -118,16 +134,16 @@ void session_hub::evict_idle(std::chrono::milliseconds idle_for, std::size_t lim
     const std::size_t start = n == 0 ? 0 : sweep_from_ % n;
     std::size_t i = 0, next = start;
     for (int round = 0; round < 2 && quiet.size() < limit; ++round) {
+      // Round 0: from `start` to the end; round 1: from the beginning to `start`.
       i = 0;
       for (const auto& [id, c] : channels_) {
-        const bool mine = round == 0 ? i >= start : i < start;
-        if (mine) {
-          const std::int64_t since = c->quiet_since_ms();
-          if (since != 0 && now - since >= idle_for.count()) quiet.push_back(c);
-          next = i + 1;
-          if (quiet.size() >= limit) break;
-        }
-        ++i;
+        const std::size_t at = i++;
+        if (round == 0 && at < start) continue;
+        if (round == 1 && at >= start) break;
+        const std::int64_t since = c->quiet_since_ms();
+        if (since != 0 && now - since >= idle_for.count()) quiet.push_back(c);
+        next = at + 1;
+        if (quiet.size() >= limit) break;
       }
     }
     sweep_from_ = next;

@@ -41,7 +41,8 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
   {
     std::lock_guard lock(mutex_);
     if (s.forgotten) {
-      // Deleted: the channel is closed and ignores the outcome; nothing is written.
+      // Deleted (session_hub::session_deleted forgets it at once): nothing is written; the
+      // channel, closed or closing, ignores the error or retries until it stores nothing.
       if (b.done)
         net::post(b.executor,
                   [done = std::move(b.done)] { done(std::make_exception_ptr(core::store_error("the session was deleted"))); });

@@ -162,7 +162,7 @@ TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and 
 TEST_CASE("sqlite_event_writer: a refused age segment is tried again after another age, not in a loop") {
   fixture fx({.segment_frames = 64, .segment_age = 100ms});
   fx.append({token(1)});
-  // The session's rows go (a DELETE) before its channel tells the writer to forget it:
+  // The session's rows go (a DELETE) before the hub tells the writer to forget it:
   // every segment of its tail is refused by the foreign key.
   fx.reader->delete_session(sid);
   const auto before = fx.store.batches_committed();

@@ -461,3 +461,42 @@ TEST_CASE("session_hub: a read older than the drops the hub remembers is refused
   // Read again, it is exact.
   CHECK(f.hub.channel(read_now(f.hub, "a", 2))->last_committed_id() == 2);
 }
+
+TEST_CASE("session_hub: a session made again before the hub hears of the deletion keeps its channel and writer state") {
+  hub_fixture f;
+  auto record = [](const std::string& thread) {
+    agw::core::session_record s;
+    s.id = "a";
+    s.thread_id = thread;
+    return s;
+  };
+  auto old_channel = f.hub.channel(record("thread-1"));
+  // The delete has committed and a session was made again with the id (an AG-UI threadId),
+  // but session_deleted has not run: the old channel is not handed to the new session.
+  try {
+    f.hub.channel(record("thread-2"));
+    FAIL("the new session was handed the deleted one's channel");
+  } catch (const agw::core::api_error& e) {
+    CHECK(e.code() == agw::core::error_code::unavailable);
+  }
+  f.hub.session_deleted("a", "thread-1");
+  f.settle();
+  CHECK(old_channel->closed());
+  CHECK(f.writer.forgotten == std::vector<std::string>{"a"});
+  auto fresh = f.hub.channel(record("thread-2"));
+  CHECK_FALSE(fresh->closed());
+
+  // The other order: the new session's channel exists when the deletion is heard of.
+  f.hub.session_deleted("a", "thread-2");
+  f.settle();
+  auto third = f.hub.channel(record("thread-3"));
+  f.hub.session_deleted("a", "thread-0");  // an older session of the id, heard of late
+  f.settle();
+  CHECK_FALSE(third->closed());
+  CHECK(f.hub.find("a") == third);
+  CHECK(f.writer.forgotten == std::vector<std::string>{"a", "a"});  // not a third time
+  // A read of any deleted session of the id is answered not_found, channel or not.
+  CHECK_THROWS_AS(f.hub.channel(record("thread-1")), agw::core::api_error);
+  CHECK_THROWS_AS(f.hub.channel(record("thread-0")), agw::core::api_error);
+  CHECK(f.hub.channel(record("thread-3")) == third);
+}
