@@ -96,8 +96,7 @@ void session_hub::session_deleted(const std::string& session_id, const std::stri
     // A session made again with this id between the delete's commit and this call may have
     // its channel already (channel() refuses to hand it the old one): that one, and the
     // writer state it opened, are not this deletion's.
-    if (it != channels_.end() && !thread_id.empty() && !it->second->thread_id().empty() &&
-        it->second->thread_id() != thread_id)
+    if (it != channels_.end() && !thread_id.empty() && !it->second->thread_id().empty() && it->second->thread_id() != thread_id)
       return;
     // Under the mutex, before a session made again with this id can have a channel: the old
     // channel (still closing, its run ending) keeps a log that writes nothing more, and a
