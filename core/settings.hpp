@@ -42,9 +42,9 @@ struct settings {
   std::size_t sse_subscriber_queue =
       8192;                         // frames queued per subscriber before it catches up page by page instead (pointers only)
   std::size_t event_retention = 0;  // events kept per session in the log; 0 = all
-  // The longest a committed event stays in the shared journal before its session's tail is
-  // written as a segment (docs/streaming.md, "The event log"). Not a flag: a tuning constant.
-  std::chrono::milliseconds event_segment_age{2000};
+  // The longest a committed event stays in the event journal only before its session's tail
+  // is written as a segment (docs/streaming.md, "The event log"). Not a flag: a tuning constant.
+  std::chrono::milliseconds event_segment_age{30'000};
 
   std::size_t max_body_bytes = 1024 * 1024;
   std::size_t max_header_bytes = 16 * 1024;

@@ -59,16 +59,14 @@ void store_executor::push(queue_kind kind, job j) {
 void store_executor::writer_loop(store_connection& c) {
   std::vector<job> batch;
   std::vector<std::exception_ptr> errors;
-  writer_state w;
-  w.last_commit = std::chrono::steady_clock::now() - opts_.min_commit_interval;
-  w.maintenance_due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
+  writer_state w{commit_pacer(opts_.min_commit_interval)};
   std::size_t urgent = 0;
   while (take_batch(w, batch, urgent)) {
     errors.assign(batch.size(), nullptr);
     std::exception_ptr batch_error;
     std::size_t ran = 0;  // jobs of the batch that ran; the rest go back to the queue
     try {
-      ran = run_batch(c, w, batch, urgent, errors);
+      ran = run_batch(c, batch, urgent, errors);
     } catch (...) {
       batch_error = std::current_exception();
       try {
@@ -93,32 +91,11 @@ bool store_executor::take_batch(writer_state& w, std::vector<job>& batch, std::s
   batch.clear();
   std::unique_lock lock(writes_.mutex);
   auto queued = [&] { return writes_.jobs.size() + writes_.urgent.size(); };
-  // Group commit under load: at most one commit per interval, so jobs arriving
-  // meanwhile share it. After a quiet spell the first job commits at once.
-  const auto due = w.last_commit + opts_.min_commit_interval;
-  if (!stopping_ && queued() == 0 && w.dense && std::chrono::steady_clock::now() < due) {
-    // The next commit may not start before `due` anyway: under a dense load (paced runs)
-    // sleep until then and look, rather than wait to be woken by the next job and then
-    // sleep again. The writer then wakes once per commit instead of twice, and no io
-    // thread pays a futex wake.
-    lock.unlock();
-    std::this_thread::sleep_until(due);
-    lock.lock();
-    // Nothing came by then: the load is sparse, and looking would cost a wake per commit.
-    if (queued() == 0) w.dense = false;
-  }
-  if (!stopping_ && queued() == 0) {
-    writes_.ready.wait(lock, [&] { return stopping_ || queued() > 0; });
-    // A job came before the due time, so a look at `due` would have found it: look next time.
-    w.dense = std::chrono::steady_clock::now() < due;
-  }
-  if (queued() == 0) return false;  // stopping and drained
-  if (!stopping_ && !w.cut_short && queued() < opts_.max_batch && std::chrono::steady_clock::now() < due) {
-    lock.unlock();
-    std::this_thread::sleep_until(due);
-    lock.lock();
-  }
-  w.last_commit = std::chrono::steady_clock::now();
+  // Group commit under load: at most one commit per interval (commit_pacer.hpp).
+  if (!w.pacer.wait_turn(
+          lock, writes_.ready, [&] { return queued() > 0; }, [&] { return stopping_.load(); },
+          [&] { return w.cut_short || queued() >= opts_.max_batch; }))
+    return false;  // stopping and drained
   for (auto* from : {&writes_.urgent, &writes_.jobs}) {
     while (!from->empty() && batch.size() < opts_.max_batch) {
       batch.push_back(std::move(from->front()));
@@ -129,15 +106,11 @@ bool store_executor::take_batch(writer_state& w, std::vector<job>& batch, std::s
   return true;
 }
 
-std::size_t store_executor::run_batch(store_connection& c, writer_state& w, std::vector<job>& batch, std::size_t urgent,
+std::size_t store_executor::run_batch(store_connection& c, std::vector<job>& batch, std::size_t urgent,
                                       std::vector<std::exception_ptr>& errors) {
   std::size_t ran = 0;
   const auto started = std::chrono::steady_clock::now();
   c.begin_batch();
-  if (opts_.maintenance && w.last_commit >= w.maintenance_due) {
-    w.maintenance_due = w.last_commit + opts_.maintenance_interval;
-    run_maintenance(c);
-  }
   auto ordinary_from = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     // Past the budget, ordinary jobs wait for the next commit (one always runs); the
@@ -173,19 +146,6 @@ std::size_t store_executor::queue_depth() {
     depth += q->jobs.size() + q->urgent.size();
   }
   return depth;
-}
-
-void store_executor::run_maintenance(store_connection& c) {
-  c.savepoint();
-  try {
-    opts_.maintenance(c);
-    c.release_savepoint();
-  } catch (const std::exception& e) {
-    // Housekeeping may wait for the next interval; the batch's jobs still commit.
-    spdlog::warn("store: maintenance failed: {}", e.what());
-    c.rollback_to_savepoint();
-    c.release_savepoint();
-  }
 }
 
 void store_executor::reader_loop(store_connection& c) {

@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/commit_pacer.hpp"
 #include "core/histogram.hpp"
 #include "core/storage/store_connection.hpp"
 
@@ -53,10 +54,6 @@ class store_executor {
     // Under load, commits are at least this far apart (jobs wait up to this long
     // to share a commit); an idle writer commits a new job at once.
     std::chrono::microseconds min_commit_interval{1000};
-    // Housekeeping the writer runs inside a batch (its own savepoint) at most once per
-    // interval, only while it has jobs anyway: for example cutting the event journal.
-    std::function<void(store_connection&)> maintenance{};
-    std::chrono::milliseconds maintenance_interval{1000};
   };
 
   store_executor(connection_factory make_connection, options opts);
@@ -149,21 +146,16 @@ class store_executor {
   void push(queue_kind kind, job j);
   // The writer thread's pacing between batches.
   struct writer_state {
-    std::chrono::steady_clock::time_point last_commit;
-    std::chrono::steady_clock::time_point maintenance_due;
+    commit_pacer pacer;      // when the next commit starts
     bool cut_short = false;  // the last batch left jobs behind: no pause before the next
-    // Jobs arrive before the next commit is due: after a commit the writer sleeps to the
-    // next one's time and looks instead of waiting to be woken (take_batch).
-    bool dense = false;
   };
   void writer_loop(store_connection& c);
   // Waits for jobs and takes the next batch, urgent ones first; false: stopping and drained.
   bool take_batch(writer_state& w, std::vector<job>& batch, std::size_t& urgent);
   // Runs the batch in one transaction, each job in a savepoint; returns how many ran (the
   // budget may leave the rest for the next batch). Throws when the batch itself failed.
-  std::size_t run_batch(store_connection& c, writer_state& w, std::vector<job>& batch, std::size_t urgent,
+  std::size_t run_batch(store_connection& c, std::vector<job>& batch, std::size_t urgent,
                         std::vector<std::exception_ptr>& errors);
-  void run_maintenance(store_connection& c);
   void reader_loop(store_connection& c);
 
   options opts_;

@@ -104,11 +104,12 @@ int main(int argc, char** argv) {
     }
     {
       agw::persistence::sqlite_store first(config.db_path);
-      const auto folded = agw::persistence::prepare_database(first);
+      const auto folded = agw::persistence::prepare_database(first, agw::persistence::journal_dir_for(config.db_path));
       auto report = agw::core::recover_at_startup(first, clock);
       if (report.runs_interrupted || report.projections_rebuilt || folded)
         spdlog::warn(
-            "start-up repair: {} journal rows folded, {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
+            "start-up repair: {} journal records folded, {} interrupted runs closed, {} projections rebuilt ({} sessions "
+            "checked)",
             folded, report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
     agw::persistence::sqlite_backend storage(config.db_path, {.segment_age = config.event_segment_age});

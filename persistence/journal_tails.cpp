@@ -11,26 +11,30 @@ std::shared_ptr<journal_tails::slot> journal_tails::open(const std::string& sess
   return t;
 }
 
-void journal_tails::claim(slot& s, std::int64_t seq) {
-  std::lock_guard lock(mutex_);
-  if (s.claim != 0 || s.forgotten) return;
-  s.claim = seq;
-  claimed_.insert(&s);
-}
-
-std::size_t journal_tails::add(slot& s, const std::vector<core::frame_ptr>& events) {
+std::size_t journal_tails::add(slot& s, const std::vector<core::frame_ptr>& events, std::uint64_t seq) {
   std::lock_guard lock(mutex_);
   const std::size_t before = s.events.size();
+  if (s.forgotten) return before;
   s.events.insert(s.events.end(), events.begin(), events.end());
+  s.seqs.insert(s.seqs.end(), events.size(), seq);
+  if (!s.events.empty()) claimed_.insert(&s);
   return before;
 }
 
-void journal_tails::segmented(slot& s) {
+std::size_t journal_tails::segmented(slot& s, std::int64_t through_id) {
   std::lock_guard lock(mutex_);
-  s.events.clear();
-  s.events.shrink_to_fit();  // an idle session holds nothing here
-  s.claim = 0;
-  claimed_.erase(&s);
+  if (s.events.empty()) return 0;
+  // Ids are consecutive in a tail: the prefix's length is computed, not searched.
+  const std::int64_t held = through_id + 1 - s.events.front()->id;
+  const auto drop = static_cast<std::ptrdiff_t>(std::clamp<std::int64_t>(held, 0, static_cast<std::int64_t>(s.events.size())));
+  s.events.erase(s.events.begin(), s.events.begin() + drop);
+  s.seqs.erase(s.seqs.begin(), s.seqs.begin() + drop);
+  if (s.events.empty()) {
+    s.events.shrink_to_fit();  // an idle session holds nothing here
+    s.seqs.shrink_to_fit();
+    claimed_.erase(&s);
+  }
+  return s.events.size();
 }
 
 std::vector<core::frame_ptr> journal_tails::tail(const slot& s) const {
@@ -81,11 +85,11 @@ std::int64_t journal_tails::oldest_id(std::string_view session_id) const {
   return t && !t->events.empty() ? t->events.front()->id : 0;
 }
 
-std::optional<std::int64_t> journal_tails::oldest_claim() const {
+std::optional<std::uint64_t> journal_tails::oldest_claim() const {
   std::lock_guard lock(mutex_);
-  std::optional<std::int64_t> oldest;
+  std::optional<std::uint64_t> oldest;
   for (const auto* t : claimed_)
-    if (!oldest || t->claim < *oldest) oldest = t->claim;
+    if (!oldest || t->seqs.front() < *oldest) oldest = t->seqs.front();
   return oldest;
 }
 

@@ -4,29 +4,30 @@
 
 namespace agw::persistence {
 
-std::size_t prepare_database(sqlite_store& store) {
+std::size_t prepare_database(sqlite_store& store, const std::filesystem::path& journal_dir) {
   migrate(store.database());
   // Everything after this reads segments: without the fold, replays and run repair would
   // miss committed events.
   store.begin_batch();
+  std::size_t folded = 0;
   try {
-    const auto folded = store.fold_journal();
+    folded = store.fold_journal(journal_dir);
     store.commit_batch();
-    return folded;
   } catch (...) {
     store.rollback_batch();
     throw;
   }
+  // Only once the segments have committed (a crash before this folds the files again,
+  // which writes nothing twice).
+  journal_file::remove_all(journal_dir);
+  return folded;
 }
 
 sqlite_backend::sqlite_backend(const std::string& db_path, sqlite_event_writer::options events)
     // Checkpoints run on their own thread, never inside a commit (wal_checkpointer.hpp).
-    : checkpointer_(db_path, std::chrono::milliseconds(200)) {
+    : checkpointer_(db_path, std::chrono::milliseconds(200)), journal_(journal_dir_for(db_path), {}) {
   using role = core::store_executor::connection_role;
   core::store_executor::options opts;
-  // The journal is cut below the oldest row some session's tail still needs (journal_tails.hpp).
-  opts.maintenance = [this](core::store_connection& c) { static_cast<sqlite_store&>(c).truncate_journal(tails_.oldest_claim()); };
-  opts.maintenance_interval = std::chrono::milliseconds(100);
   auto connect = [this, db_path](role r) {
     sqlite_database::options db;
     db.auto_checkpoint = false;
@@ -35,11 +36,15 @@ sqlite_backend::sqlite_backend(const std::string& db_path, sqlite_event_writer::
     return std::make_unique<sqlite_store>(db_path, db, &tails_);
   };
   store_ = std::make_unique<core::store_executor>(connect, opts);
-  writer_ = std::make_unique<sqlite_event_writer>(*store_, tails_, events);
+  writer_ = std::make_unique<sqlite_event_writer>(*store_, tails_, journal_, events);
 }
 
-sqlite_backend::~sqlite_backend() {
-  // Jobs still queued point into the writer: finish them before it goes.
+sqlite_backend::~sqlite_backend() { stop(); }
+
+void sqlite_backend::stop() {
+  // The journal's last cycle may queue segments; jobs still queued point into the
+  // writer: finish them before it goes.
+  writer_->stop();
   store_->stop();
 }
 

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <random>
 
+#include "core/completion_fanout.hpp"
 #include "core/events/log_codec.hpp"
 #include "core/time_format.hpp"
-#include "persistence/sqlite_store.hpp"
+#include "persistence/journal_codec.hpp"
 
 namespace agw::persistence {
 
@@ -22,12 +25,38 @@ std::size_t random_below(std::size_t n) {
   return n == 0 ? 0 : jitter() % n;
 }
 
+void post_outcome(std::function<void(std::exception_ptr)>& done, const net::any_io_executor& executor, std::exception_ptr error) {
+  if (done) net::post(executor, [done = std::move(done), error] { done(error); });
+}
+
 }  // namespace
 
-sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts)
-    : store_(store), tails_(tails), opts_(opts) {}
+sqlite_event_writer::sqlite_event_writer(core::store_executor& store, journal_tails& tails, journal_file& journal, options opts)
+    : store_(store), tails_(tails), journal_(journal), opts_(opts), journal_thread_("agw-journal", opts.journal_interval, [this] {
+        journal_cycle();
+      }) {}
 
-sqlite_event_writer::~sqlite_event_writer() = default;
+sqlite_event_writer::~sqlite_event_writer() { stop(); }
+
+void sqlite_event_writer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+  }
+  // Its last cycle writes what is pending and settles it.
+  journal_thread_.stop();
+  // A clean stop leaves the database whole where it can: every tail with no segment on its
+  // way becomes one now (the store's writer commits it before it stops). Whatever stays
+  // journal-only is folded at the next start.
+  std::optional<net::any_io_executor> due;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, s] : sessions_)
+      if (s->tail_size > 0 && !s->segment_in_flight) request_segment(*s, std::nullopt);
+    due = std::exchange(submit_due_, std::nullopt);
+  }
+  submit_due_segments(due);
+}
 
 std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(const std::string& session_id) {
   std::lock_guard lock(mutex_);
@@ -37,194 +66,63 @@ std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(c
 }
 
 void sqlite_event_writer::append_to(session_state& s, batch b) {
-  std::optional<net::any_io_executor> to_submit;
+  std::optional<net::any_io_executor> due;
+  bool notify = false;
   {
     std::lock_guard lock(mutex_);
-    if (s.forgotten) {
+    if (s.forgotten || stopped_) {
       // Deleted (session_hub::session_deleted forgets it at once): nothing is written; the
       // channel, closed or closing, ignores the error or retries until it stores nothing.
-      if (b.done)
-        net::post(b.executor,
-                  [done = std::move(b.done)] { done(std::make_exception_ptr(core::store_error("the session was deleted"))); });
+      post_outcome(b.done, b.executor,
+                   std::make_exception_ptr(core::store_error(stopped_ ? "storage is shutting down" : "the session was deleted")));
       return;
     }
     s.retention = b.retention;
     if (!s.executor) s.executor = b.executor;  // the channel's strand: the same for every batch
-    if (s.in_flight)
-      s.waiting = std::move(b);  // behind the tail segment in flight
-    else
-      dispatch(s, std::move(b));
-    to_submit = std::exchange(submit_due_, std::nullopt);
+    // A run's end, or a batch as big as a segment (a run at full speed): one segment row
+    // with the tail. Anything else: the journal, without waiting for any segment.
+    if (b.ends_run || b.events.size() >= opts_.batch_segment_frames) {
+      if (s.segment_in_flight)
+        s.waiting = std::move(b);
+      else
+        request_segment(s, std::move(b));
+    } else {
+      s.journal_in_flight = true;
+      auto work = net::prefer(b.executor, net::execution::outstanding_work.tracked);
+      journal_pending_.push_back({s.shared_from_this(), std::move(b), std::move(work)});
+      notify = !std::exchange(journal_notified_, true);
+    }
+    due = std::exchange(submit_due_, std::nullopt);
   }
-  // Outside the lock: the writer thread this wakes takes mutex_ first thing in the job.
-  if (to_submit) submit(*to_submit);
+  // Outside the lock: the threads this wakes take mutex_ first thing.
+  if (notify) journal_thread_.notify();
+  submit_due_segments(due);
 }
 
-void sqlite_event_writer::dispatch(session_state& s, batch b) {
-  s.in_flight = true;
-  request r;
+// --- segments (mutex_ held) ---
+
+void sqlite_event_writer::request_segment(session_state& s, std::optional<batch> b) {
+  s.segment_in_flight = true;
+  segment_request r;
   r.session = s.shared_from_this();
-  r.b = std::move(b);
-  // A segment when the journaled tail is big or old enough, or the run ends (an idle
-  // session then holds nothing journal-only); otherwise one cheap journal append.
-  // The size threshold is drawn per tail (options), as the age is: runs that
-  // started together (paced at one rate) would otherwise all reach it in the same cycle,
-  // and that cycle's commit, carrying every one of their segments, stalls every stream.
-  if (s.tail_size == 0) {
-    const auto low = std::min(opts_.segment_frames_min, opts_.segment_frames);
-    s.segment_threshold = low + random_below(opts_.segment_frames - low + 1);
+  if (b) {
+    r.b = std::move(*b);
+  } else {
+    r.b.retention = s.retention;
+    r.b.executor = s.executor;
   }
-  r.as_segment = r.b.ends_run || (s.segment_due && s.tail_size > 0) || s.tail_size + r.b.events.size() >= s.segment_threshold;
-  if (r.as_segment && s.tail_size > 0) r.tail = tails_.tail(*s.tail);
-  enqueue(std::move(r));
-}
-
-void sqlite_event_writer::enqueue(request r) {
-  pending_.push_back(std::move(r));
-  if (job_queued_) return;  // the queued job will take this one too
-  job_queued_ = true;
+  if (s.tail_size > 0) r.tail = tails_.tail(*s.tail);
+  segments_pending_.push_back(std::move(r));
+  if (segment_job_queued_) return;  // the queued job will take this one too
+  segment_job_queued_ = true;
   // Submitted by the caller once it has let go of mutex_.
-  submit_due_ = pending_.back().b.executor;
+  submit_due_ = segments_pending_.back().b.executor;
 }
 
-void sqlite_event_writer::enqueue_tail_segment(session_state& s) {
-  s.in_flight = true;
-  request r;
-  r.session = s.shared_from_this();
-  r.b.retention = s.retention;
-  r.b.executor = s.executor;
-  r.as_segment = true;
-  r.tail = tails_.tail(*s.tail);
-  enqueue(std::move(r));
-}
-
-void sqlite_event_writer::submit(net::any_io_executor completion_executor) {
-  auto taken = std::make_shared<taken_batch>();
-  auto job = [this, taken](core::store_connection& c) { run_job(c, *taken); };
-  // Urgent: released events must not wait behind a burst of ordinary writes. Each
-  // request's completion then goes to its own session's executor.
-  auto on_done = [this, taken](std::exception_ptr all) {
-    if (!taken->ran) {
-      // Never reached the writer (queue full, shutting down): fail what is pending, and
-      // the channels retry.
-      std::lock_guard lock(mutex_);
-      taken->requests.swap(pending_);
-      job_queued_ = false;
-    }
-    taken->errors.resize(taken->requests.size());
-    for (std::size_t i = 0; i < taken->requests.size(); ++i) completed(taken->requests[i], all ? all : taken->errors[i]);
-  };
-  store_.async_write_urgent(std::move(job), net::bind_executor(completion_executor, std::move(on_done)));
-}
-
-void sqlite_event_writer::run_job(core::store_connection& c, taken_batch& taken) {
-  // What is pending when the writer reaches the job goes into it: the longer the writer
-  // is busy, the more sessions share the job.
-  {
-    std::lock_guard lock(mutex_);
-    taken.requests.swap(pending_);
-    job_queued_ = false;
-  }
-  taken.ran = true;
-  taken.errors.assign(taken.requests.size(), nullptr);
-  write_journal(c, taken);
-  for (std::size_t i = 0; i < taken.requests.size(); ++i) {
-    if (!taken.requests[i].as_segment) continue;
-    // A transaction SQLite rolled back itself (disk full, I/O) fails the whole job:
-    // nothing after it may be written outside the batch.
-    if (!c.batch_open()) throw core::store_error("the database rolled the write transaction back");
-    // One session's refused segment (its session deleted meanwhile, say) spares the
-    // others, and is undone whole (segment and retention trim together).
-    c.savepoint();
-    try {
-      write_segment(c, taken.requests[i]);
-      c.release_savepoint();
-    } catch (...) {
-      taken.errors[i] = std::current_exception();
-      c.rollback_to_savepoint();
-      c.release_savepoint();
-    }
-  }
-}
-
-void sqlite_event_writer::write_journal(core::store_connection& c, taken_batch& taken) {
-  // Every journal batch of this cycle goes into one row.
-  std::vector<core::event_batch_record> records;
-  std::vector<std::size_t> journaled;
-  for (std::size_t i = 0; i < taken.requests.size(); ++i) {
-    const auto& r = taken.requests[i];
-    if (r.as_segment) continue;
-    records.push_back({r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events),
-                       core::now_ms()});
-    journaled.push_back(i);
-  }
-  if (records.empty()) return;
-  std::exception_ptr error;
-  try {
-    std::vector<const core::event_batch_record*> rows;
-    for (const auto& r : records) rows.push_back(&r);
-    // This executor's connections are SQLite's (sqlite_backend builds them).
-    const auto seq = static_cast<sqlite_store&>(c).append_journal(rows);
-    for (auto i : journaled) tails_.claim(*taken.requests[i].session->tail, seq);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  for (auto i : journaled) taken.errors[i] = error;
-}
-
-void sqlite_event_writer::write_segment(core::store_connection& c, const request& r) {
-  std::vector<core::frame_ptr> events = r.tail;
-  events.insert(events.end(), r.b.events.begin(), r.b.events.end());
-  if (events.empty()) return;
-  c.append_events(
-      {r.session->session_id, events.front()->id, events.back()->id, core::encode_log_frames(events), core::now_ms()});
-  const auto keep = static_cast<std::int64_t>(r.b.retention);
-  if (keep > 0 && events.back()->id > keep) c.trim_events(r.session->session_id, events.back()->id - keep + 1);
-}
-
-void sqlite_event_writer::completed(request& r, std::exception_ptr error) {
-  std::optional<net::any_io_executor> to_submit;
-  {
-    std::lock_guard lock(mutex_);
-    settle(r, error);
-    to_submit = std::exchange(submit_due_, std::nullopt);
-  }
-  if (to_submit) submit(*to_submit);
-  if (r.b.done) net::post(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
-}
-
-void sqlite_event_writer::settle(const request& r, std::exception_ptr error) {
-  auto& s = *r.session;
-  s.in_flight = false;
-  if (s.forgotten) {
-    // Deleted meanwhile: nothing of it is kept, not even the claim its job took. A batch
-    // still waiting hears so (its channel is closed and ignores it).
-    if (s.waiting && s.waiting->done)
-      net::post(s.waiting->executor, [done = std::move(s.waiting->done)] {
-        done(std::make_exception_ptr(core::store_error("the session was deleted")));
-      });
-    s.waiting.reset();
-    return;
-  }
-  if (!error && r.as_segment) {
-    // Every journaled event of the session is in a segment now: the journal may drop them.
-    tails_.segmented(*s.tail);
-    s.tail_size = 0;
-    s.segment_due = false;
-  } else if (error && r.as_segment && r.b.events.empty()) {
-    // The age timer's segment was refused: try again after another age, not at once (a
-    // persistent refusal would otherwise hold the writer in a loop).
-    s.segment_due = false;
-    arm_timer(r.session);
-  } else if (!error) {
-    // The tail's first events start its age.
-    s.tail_size = tails_.add(*s.tail, r.b.events) + r.b.events.size();
-    if (s.tail_size == r.b.events.size()) arm_timer(r.session);
-  }
-  if (s.waiting)
-    dispatch(s, *std::exchange(s.waiting, std::nullopt));
-  else if (s.segment_due && s.tail_size > 0)
-    enqueue_tail_segment(s);
+void sqlite_event_writer::segment_if_due(session_state& s) {
+  if (s.segment_in_flight || s.tail_size == 0) return;
+  // A refused segment holds the threshold back until the age timer tries again.
+  if (s.segment_due || (!s.segment_held && s.tail_size >= s.segment_threshold)) request_segment(s, std::nullopt);
 }
 
 void sqlite_event_writer::arm_timer(const state_ptr& s) {
@@ -243,43 +141,237 @@ void sqlite_event_writer::arm_timer(const state_ptr& s) {
 }
 
 void sqlite_event_writer::on_timer(const std::weak_ptr<session_state>& session, std::uint64_t generation) {
-  std::optional<net::any_io_executor> to_submit;
+  std::optional<net::any_io_executor> due;
   {
     std::lock_guard lock(mutex_);
     auto s = session.lock();
     if (!s || s->forgotten || s->timer_generation != generation || s->tail_size == 0) return;
     s->segment_due = true;
-    // Idle: write the tail now; otherwise the batch in flight's completion does.
-    if (!s->in_flight) enqueue_tail_segment(*s);
-    to_submit = std::exchange(submit_due_, std::nullopt);
+    s->segment_held = false;
+    // Idle: write the tail now; otherwise the segment in flight's completion does.
+    segment_if_due(*s);
+    due = std::exchange(submit_due_, std::nullopt);
   }
-  if (to_submit) submit(*to_submit);
+  submit_due_segments(due);
+}
+
+// --- the journal thread ---
+
+void sqlite_event_writer::journal_cycle() {
+  std::vector<journal_request> taken;
+  std::vector<std::string> forgotten;
+  {
+    std::lock_guard lock(mutex_);
+    taken.swap(journal_pending_);
+    forgotten.swap(forgotten_pending_);
+    journal_notified_ = false;
+  }
+  if (!taken.empty() || !forgotten.empty()) {
+    std::uint64_t seq = 0;
+    std::exception_ptr error;
+    try {
+      std::vector<core::event_batch_record> records;
+      records.reserve(taken.size() + forgotten.size());
+      const auto now = core::now_ms();
+      for (const auto& r : taken)
+        records.push_back(
+            {r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), now});
+      // A deleted session's note comes after every batch it had (nothing of it is taken
+      // once it is forgotten): the fold forgets what came before the note.
+      for (auto& id : forgotten) records.push_back({std::move(id), 0, 0, {}, now});
+      std::vector<const core::event_batch_record*> rows;
+      rows.reserve(records.size());
+      for (const auto& r : records) rows.push_back(&r);
+      seq = journal_.append(encode_journal_entries(rows));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::optional<net::any_io_executor> due;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& r : taken) settle_journal(r, seq, error);
+      due = std::exchange(submit_due_, std::nullopt);
+    }
+    submit_due_segments(due);
+    // One handler per io thread for its channels' outcomes, not one per channel.
+    core::completion_fanout outcomes;
+    for (auto& r : taken)
+      if (r.b.done) outcomes.add(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
+    outcomes.post_all();
+  }
+  // The files no tail needs any more go (the store's writer segments the tails).
+  const auto now = std::chrono::steady_clock::now();
+  if (now - released_at_ >= opts_.journal_release_interval) {
+    released_at_ = now;
+    journal_.release_below(tails_.oldest_claim().value_or(journal_.next_seq()));
+  }
+}
+
+void sqlite_event_writer::settle_journal(journal_request& r, std::uint64_t seq, std::exception_ptr error) {
+  auto& s = *r.session;
+  s.journal_in_flight = false;
+  // Failed: the channel sends the batch again after a pause. Deleted: nothing is kept.
+  if (error || s.forgotten) return;
+  const std::size_t before = tails_.add(*s.tail, r.b.events, seq);
+  s.tail_size = before + r.b.events.size();
+  if (before == 0) {
+    // A new tail: its own size threshold, drawn so that sessions paced alike do not all
+    // ask for their segments in the same writer cycle, and its first events start its age.
+    const auto low = std::min(opts_.segment_frames_min, opts_.segment_frames);
+    s.segment_threshold = low + random_below(opts_.segment_frames - low + 1);
+    arm_timer(r.session);
+  }
+  segment_if_due(s);
+}
+
+// --- the store's writer ---
+
+void sqlite_event_writer::submit_due_segments(std::optional<net::any_io_executor> due) {
+  if (due) submit_segments(*due);
+}
+
+void sqlite_event_writer::submit_segments(net::any_io_executor completion_executor) {
+  auto taken = std::make_shared<taken_segments>();
+  auto job = [this, taken](core::store_connection& c) { run_segments(c, *taken); };
+  // Urgent: a run's end must not wait behind a burst of ordinary writes. Each request's
+  // completion then goes to its own session's executor.
+  auto on_done = [this, taken](std::exception_ptr all) {
+    std::optional<net::any_io_executor> due;
+    {
+      std::lock_guard lock(mutex_);
+      if (!taken->ran) {
+        // Never reached the writer (queue full, shutting down): fail what is pending, and
+        // the channels retry.
+        taken->requests.swap(segments_pending_);
+        segment_job_queued_ = false;
+      }
+      taken->errors.resize(taken->requests.size());
+      for (std::size_t i = 0; i < taken->requests.size(); ++i) settle_segment(taken->requests[i], all ? all : taken->errors[i]);
+      due = std::exchange(submit_due_, std::nullopt);
+    }
+    submit_due_segments(due);
+    for (std::size_t i = 0; i < taken->requests.size(); ++i) {
+      auto& r = taken->requests[i];
+      post_outcome(r.b.done, r.b.executor, all ? all : taken->errors[i]);
+    }
+  };
+  store_.async_write_urgent(std::move(job), net::bind_executor(completion_executor, std::move(on_done)));
+}
+
+void sqlite_event_writer::run_segments(core::store_connection& c, taken_segments& taken) {
+  // What is pending when the writer reaches the job goes into it: the longer the writer
+  // is busy, the more sessions share the job.
+  {
+    std::lock_guard lock(mutex_);
+    taken.requests.swap(segments_pending_);
+    segment_job_queued_ = false;
+  }
+  taken.ran = true;
+  taken.errors.assign(taken.requests.size(), nullptr);
+  for (std::size_t i = 0; i < taken.requests.size(); ++i) {
+    // A transaction SQLite rolled back itself (disk full, I/O) fails the whole job:
+    // nothing after it may be written outside the batch.
+    if (!c.batch_open()) throw core::store_error("the database rolled the write transaction back");
+    // One session's refused segment (its session deleted meanwhile, say) spares the
+    // others, and is undone whole (segment and retention trim together).
+    c.savepoint();
+    try {
+      write_segment(c, taken.requests[i]);
+      c.release_savepoint();
+    } catch (...) {
+      taken.errors[i] = std::current_exception();
+      c.rollback_to_savepoint();
+      c.release_savepoint();
+    }
+  }
+}
+
+void sqlite_event_writer::write_segment(core::store_connection& c, const segment_request& r) {
+  std::vector<core::frame_ptr> events = r.tail;
+  events.insert(events.end(), r.b.events.begin(), r.b.events.end());
+  if (events.empty()) return;
+  c.append_events(
+      {r.session->session_id, events.front()->id, events.back()->id, core::encode_log_frames(events), core::now_ms()});
+  const auto keep = static_cast<std::int64_t>(r.b.retention);
+  if (keep > 0 && events.back()->id > keep) c.trim_events(r.session->session_id, events.back()->id - keep + 1);
+}
+
+void sqlite_event_writer::settle_segment(segment_request& r, std::exception_ptr error) {
+  auto& s = *r.session;
+  s.segment_in_flight = false;
+  if (s.forgotten) {
+    // Deleted meanwhile: nothing of it is kept. A batch still waiting hears so (its
+    // channel is closed and ignores it).
+    if (s.waiting)
+      post_outcome(s.waiting->done, s.waiting->executor, std::make_exception_ptr(core::store_error("the session was deleted")));
+    s.waiting.reset();
+    return;
+  }
+  if (!error) {
+    // The tail's events the segment holds are in the session's log now: the journal may
+    // drop them. What joined the tail meanwhile stays, and starts an age of its own.
+    if (!r.tail.empty()) s.tail_size = tails_.segmented(*s.tail, r.tail.back()->id);
+    s.segment_due = false;
+    if (s.tail_size > 0 && !r.tail.empty()) arm_timer(r.session);
+  } else if (r.b.events.empty()) {
+    // A tail segment was refused: try again after another age, not at once (a persistent
+    // refusal would otherwise hold the writer in a loop).
+    s.segment_due = false;
+    s.segment_held = true;
+    arm_timer(r.session);
+  }
+  // (A refused segment batch: its channel sends it again after a pause.)
+  if (s.waiting)
+    request_segment(s, std::exchange(s.waiting, std::nullopt));
+  else
+    segment_if_due(s);
 }
 
 void sqlite_event_writer::forget(std::string_view session_id) {
-  std::lock_guard lock(mutex_);
-  auto it = sessions_.find(std::string(session_id));
-  if (it != sessions_.end()) {
-    // A log the channel still holds, or a request in flight, sees the flag; the tail's
-    // slot goes with the entry below, so nothing may touch it from here on.
-    it->second->forgotten = true;
-    sessions_.erase(it);
+  bool notify = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(std::string(session_id));
+    if (it != sessions_.end()) {
+      // A log the channel still holds, or a request in flight, sees the flag; the tail's
+      // slot goes with the entry below, so nothing may touch it from here on.
+      it->second->forgotten = true;
+      sessions_.erase(it);
+    }
+    tails_.forget(session_id);
+    // The journal notes it: its records of this session are not the next session's with this id.
+    forgotten_pending_.emplace_back(session_id);
+    notify = !std::exchange(journal_notified_, true);
   }
-  tails_.forget(session_id);
+  if (notify) journal_thread_.notify();
 }
 
 bool sqlite_event_writer::retire(std::string_view session_id) {
-  std::lock_guard lock(mutex_);
-  auto it = sessions_.find(std::string(session_id));
-  if (it == sessions_.end()) return true;
-  session_state& s = *it->second;
-  if (s.in_flight || s.waiting || s.tail_size > 0) return false;
-  // Its log is not used again (the caller's promise); were it, the append would fail
-  // loudly rather than write beside a newer state of the same session.
-  s.forgotten = true;
-  sessions_.erase(it);
-  tails_.forget(session_id);  // an empty tail with no claim: nothing the journal's cut needs
-  return true;
+  std::optional<net::any_io_executor> due;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(std::string(session_id));
+    if (it == sessions_.end()) return true;
+    session_state& s = *it->second;
+    if (s.journal_in_flight || s.segment_in_flight || s.waiting || s.tail_size > 0) {
+      // An idle session's journal-only events (events of no run) need not wait for their
+      // age: written now, the session can go at the next try.
+      if (!s.segment_in_flight && s.tail_size > 0) {
+        s.segment_due = true;
+        segment_if_due(s);
+      }
+      due = std::exchange(submit_due_, std::nullopt);
+    } else {
+      // Its log is not used again (the caller's promise); were it, the append would fail
+      // loudly rather than write beside a newer state of the same session.
+      s.forgotten = true;
+      sessions_.erase(it);
+      tails_.forget(session_id);  // an empty tail: nothing the journal's release needs
+      return true;
+    }
+  }
+  submit_due_segments(due);
+  return false;
 }
 
 }  // namespace agw::persistence

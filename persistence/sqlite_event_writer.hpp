@@ -2,27 +2,39 @@
 // SQLite's way of making the live pipeline's events durable (core's
 // event_log_writer port; docs/streaming.md, "The event log").
 //
-// Small batches (a paced run's single tokens) go into the shared append-only
-// event_journal: every session's batches of one writer cycle in one row, one
-// store job, one savepoint, one completion fan-out. What only the journal holds
-// stays in memory (journal_tails) as the session's tail; once the tail holds
-// `segment_frames` events, the run ends, or its oldest event is `segment_age` old
-// (a random point in [age/2, age], so sessions that started together do not all
-// write in one cycle), the tail and the batch go into one segment row of the
-// session's own log, and retention trims that log. The journal is cut below the
-// oldest row a tail still needs (the store executor's maintenance) and folded into
-// segments at start-up (sqlite_store::fold_journal).
+// Two ways in, chosen per batch:
+// - Small batches (a paced run's single tokens) go to the event journal
+//   (journal_file): a thread of its own writes every session's pending batches of
+//   one cycle as one record, with one write(2) and no SQLite transaction, and
+//   settles them; such an event is released once that write returned. What only the
+//   journal holds stays in memory (journal_tails) as the session's tail. Once the
+//   tail holds `segment_frames` events (a threshold drawn per tail) or its oldest
+//   event is `segment_age` old (a random point in [age/2, age]), the tail is written
+//   into a segment row of the session's own log by the store's writer, in the
+//   background: the session's next batches go on to the journal meanwhile, and the
+//   journal files no tail needs any more are removed.
+// - A batch that ends a run, or is big by itself (`batch_segment_frames` events or
+//   more: a run at full speed), goes with the tail into one segment row through the
+//   store's writer, and is released once that commits: an idle session then holds
+//   nothing journal-only, and retention trims its log at every run's end.
+// A session has at most one segment on its way to the store; a segment batch that
+// comes while one is waits behind it (the channel sends nothing else meanwhile).
+//
+// A deleted session (forget) is noted in the journal too, so that the start-up fold
+// (sqlite_store::fold_journal) never gives its journaled events to a session made
+// again with its id.
 //
 // Thread-safety: open(), forget(), retire() and a session log's append() may be called from
 // any thread (one mutex, which every step below takes). A session's state is found
-// through the log its channel opened, never by id on the way of a batch. A session's age timer runs on the executor its
-// batches name (the channel's strand), and owns itself while it waits, so none
-// outlives its io_context. One store job's completion runs on the executor of the
-// first batch it took and settles every batch of the job; each batch's `done` is
-// then posted to its own executor. The store executor must be stopped (its queue
-// drained) before the writer is destroyed.
+// through the log its channel opened, never by id on the way of a batch. A session's
+// age timer runs on the executor its batches name (the channel's strand), and owns
+// itself while it waits, so none outlives its io_context. Each batch's `done` is posted
+// to its own executor. The journal thread is stopped by the destructor (after a last
+// cycle); the store executor must be stopped (its queue drained) before the writer is
+// destroyed.
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,8 +42,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/paced_worker.hpp"
 #include "core/storage/event_log_writer.hpp"
 #include "core/store_executor.hpp"
+#include "persistence/journal_file.hpp"
 #include "persistence/journal_tails.hpp"
 
 namespace agw::persistence {
@@ -40,32 +54,54 @@ class sqlite_event_writer final : public core::event_log_writer {
  public:
   struct options {
     // Journaled events that make a segment: a tail's threshold is drawn in
-    // [min(segment_frames_min, segment_frames), segment_frames] when it starts.
-    std::size_t segment_frames = 64;
-    std::size_t segment_frames_min = 32;
-    // The longest an event stays journal-only; 0: no timer (segments come from size and
-    // run ends; the start-up fold does the rest).
-    std::chrono::milliseconds segment_age{2000};
+    // [min(segment_frames_min, segment_frames), segment_frames] when it starts. Tails
+    // are written in the background, so they may be long: a paced run's tail usually
+    // goes with its `done`, in one segment row per run.
+    std::size_t segment_frames = 1024;
+    std::size_t segment_frames_min = 512;
+    // A batch of this many events or more (a run at full speed) is a segment by itself:
+    // as cheap to write as its journal record would be, and nothing is kept twice.
+    std::size_t batch_segment_frames = 32;
+    // The longest an event stays journal-only (and its journal file on disk); 0: no timer
+    // (segments come from size and run ends; the start-up fold does the rest).
+    std::chrono::milliseconds segment_age{30'000};
+    // Under load, journal writes are at least this far apart (batches arriving meanwhile
+    // share one); an idle journal writes at once.
+    std::chrono::microseconds journal_interval{1000};
+    // How often the journal thread removes the files no tail needs any more.
+    std::chrono::milliseconds journal_release_interval{100};
   };
 
-  sqlite_event_writer(core::store_executor& store, journal_tails& tails, options opts);
+  // `journal` is this writer's alone from here on (its thread appends and releases).
+  sqlite_event_writer(core::store_executor& store, journal_tails& tails, journal_file& journal, options opts);
   ~sqlite_event_writer() override;
+  // Writes what is pending for the journal, stops its thread, and queues every tail as a
+  // segment; later batches fail (storage is shutting down). Then stop the store executor,
+  // which commits those segments.
+  void stop();
 
   std::shared_ptr<session_log> open(const std::string& session_id) override;
   void forget(std::string_view session_id) override;
-  // Only with no request in flight or waiting and an empty tail: journal-only events are
+  // Only with no batch or segment on its way and an empty tail: journal-only events are
   // what a read of the session's last id does not see (it reads the newest segment).
   bool retire(std::string_view session_id) override;
 
  private:
   struct session_state;
   using state_ptr = std::shared_ptr<session_state>;
-  // One batch on its way to the writer thread, with where it goes.
-  struct request {
+  // A journal batch on its way to the journal thread.
+  struct journal_request {
     state_ptr session;
-    batch b;  // b.events may be empty: a segment of the tail only
-    bool as_segment = false;
-    std::vector<core::frame_ptr> tail;  // segments: the journaled events written with it
+    batch b;
+    // b.executor, tracked: its io_context runs until the outcome is posted there.
+    boost::asio::any_io_executor work;
+  };
+  // A segment on its way to the store's writer: the tail (as it was when the segment
+  // was asked for) and the batch, if one came with it.
+  struct segment_request {
+    state_ptr session;
+    batch b;                            // b.events may be empty: a segment of the tail only
+    std::vector<core::frame_ptr> tail;  // the journaled events written with it
   };
   // Per opened session, until it is forgotten; its fields are guarded by mutex_.
   struct session_state final : session_log, std::enable_shared_from_this<session_state> {
@@ -77,10 +113,12 @@ class sqlite_event_writer final : public core::event_log_writer {
     const std::string session_id;
     const std::shared_ptr<journal_tails::slot> tail;
     std::size_t tail_size = 0;              // events in `tail` (the writer alone changes it)
-    std::size_t segment_threshold = 0;      // this tail's size that makes a segment (drawn when it starts)
-    bool in_flight = false;                 // one request at a time per session, so tails and claims stay exact
-    std::optional<batch> waiting;           // the channel's next batch, behind a tail segment in flight
+    std::size_t segment_threshold = 0;      // this tail's size that asks for a segment (drawn when it starts)
+    bool journal_in_flight = false;         // the channel's batch is with the journal thread
+    bool segment_in_flight = false;         // one segment at a time per session, so tails stay exact
+    std::optional<batch> waiting;           // a segment batch, behind the segment in flight
     bool segment_due = false;               // the tail is old enough: write it as a segment next
+    bool segment_held = false;              // a tail segment was refused: the next waits for the age timer
     std::size_t retention = 0;              // as its last batch said
     boost::asio::any_io_executor executor;  // its channel's strand
     std::uint64_t timer_generation = 0;     // a timer armed earlier than this one is stale
@@ -88,34 +126,47 @@ class sqlite_event_writer final : public core::event_log_writer {
   };
 
   void append_to(session_state& s, batch b);
-  void dispatch(session_state& s, batch b);     // mutex_ held
-  void enqueue(request r);                      // mutex_ held
-  void enqueue_tail_segment(session_state& s);  // mutex_ held
-  // The requests one store job took, and each one's outcome.
-  struct taken_batch {
+  // --- mutex_ held ---
+  void request_segment(session_state& s, std::optional<batch> b);  // with the tail
+  void segment_if_due(session_state& s);
+  void arm_timer(const state_ptr& s);
+  // --- the journal thread ---
+  void journal_cycle();
+  void settle_journal(journal_request& r, std::uint64_t seq, std::exception_ptr error);  // mutex_ held
+  // --- the store's writer and segment completions ---
+  struct taken_segments {
     bool ran = false;
-    std::vector<request> requests;
+    std::vector<segment_request> requests;
     std::vector<std::exception_ptr> errors;
   };
-  void submit(boost::asio::any_io_executor completion_executor);
-  void run_job(core::store_connection& c, taken_batch& taken);        // writer thread
-  void write_journal(core::store_connection& c, taken_batch& taken);  // writer thread
-  void arm_timer(const state_ptr& s);                                 // mutex_ held
+  void submit_segments(boost::asio::any_io_executor completion_executor);
+  void run_segments(core::store_connection& c, taken_segments& taken);  // writer thread
+  void settle_segment(segment_request& r, std::exception_ptr error);    // mutex_ held
+  static void write_segment(core::store_connection& c, const segment_request& r);
   void on_timer(const std::weak_ptr<session_state>& session, std::uint64_t generation);
-  void completed(request& r, std::exception_ptr error);
-  void settle(const request& r, std::exception_ptr error);  // mutex_ held
-  static void write_segment(core::store_connection& c, const request& r);
+  // Outside mutex_: hands the store the segment job queued meanwhile, if any.
+  void submit_due_segments(std::optional<boost::asio::any_io_executor> due);
 
   core::store_executor& store_;
   journal_tails& tails_;
+  journal_file& journal_;
   options opts_;
   std::uint64_t timers_armed_ = 0;  // mutex_
   std::mutex mutex_;
+  bool stopped_ = false;
   std::unordered_map<std::string, state_ptr> sessions_;  // opened, not forgotten
-  std::vector<request> pending_;                         // taken by the next job when the writer runs it
-  bool job_queued_ = false;                              // a job is queued that has not taken pending_ yet
+  // The journal thread's next record: the batches and the deleted sessions' notes.
+  std::vector<journal_request> journal_pending_;
+  std::vector<std::string> forgotten_pending_;
+  bool journal_notified_ = false;                        // the journal thread was told of what is pending
+  std::chrono::steady_clock::time_point released_at_{};  // the journal thread's alone: its last release
+  // The segments the store's next job takes when the writer runs it.
+  std::vector<segment_request> segments_pending_;
+  bool segment_job_queued_ = false;  // a job is queued that has not taken segments_pending_ yet
   // That job, not yet handed to the store: whoever queued it submits it once out of mutex_.
   std::optional<boost::asio::any_io_executor> submit_due_;
+  // Last: its thread runs journal_cycle() on everything above until the destructor stops it.
+  core::paced_worker journal_thread_;
 };
 
 }  // namespace agw::persistence

@@ -3,6 +3,7 @@
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "persistence/journal_codec.hpp"
+#include "persistence/journal_file.hpp"
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
@@ -319,57 +320,35 @@ void sqlite_store::append_events(const core::event_batch_record& b) {
       .run();
 }
 
-std::int64_t sqlite_store::append_journal(std::span<const core::event_batch_record* const> batches) {
-  std::int64_t created = 0;
-  for (const auto* b : batches) created = std::max(created, b->created_at_ms);
-  db_.prepare("INSERT INTO event_journal (entries, created_at) VALUES (?, ?)")
-      .bind_blob(1, encode_journal_entries(batches))
-      .bind(2, created)
-      .run();
-  return sqlite3_last_insert_rowid(db_.handle());
-}
-
-void sqlite_store::truncate_journal(std::optional<std::int64_t> keep_from_seq) {
-  // At most truncate_batch rows per call, so one cut never holds the writer (and every
-  // commit behind it) for long; the writer's maintenance calls it often. The newest row
-  // always stays: SQLite hands out max(seq) + 1, so a seq is never handed out again.
-  if (keep_from_seq)
-    db_.prepare(
-           "DELETE FROM event_journal WHERE seq < min(?1, (SELECT min(seq) FROM event_journal) + ?2, "
-           "(SELECT max(seq) FROM event_journal))")
-        .bind(1, *keep_from_seq)
-        .bind(2, static_cast<std::int64_t>(truncate_batch))
-        .run();
-  else
-    db_.prepare(
-           "DELETE FROM event_journal WHERE seq < min((SELECT min(seq) FROM event_journal) + ?1, "
-           "(SELECT max(seq) FROM event_journal))")
-        .bind(1, static_cast<std::int64_t>(truncate_batch))
-        .run();
-}
-
-std::size_t sqlite_store::fold_journal() {
+std::size_t sqlite_store::fold_journal(const std::filesystem::path& journal_dir) {
   // Every event the journal holds, by session and id: a batch retried after a failed
-  // commit may hold some twice (same frames), and retries need not split alike.
+  // write may be there twice (same frames), and retries need not split alike.
   struct journaled {
     std::map<std::int64_t, core::frame_ptr> frames;  // by id
     std::int64_t created_at_ms = 0;
   };
   std::map<std::string, journaled> sessions;
-  std::size_t row_count = 0;
-  {
-    auto st = db_.prepare_uncached("SELECT entries FROM event_journal ORDER BY seq");
-    while (st.step()) {
-      const auto entries = st.text(0);
-      if (entries.empty()) continue;  // the high-water mark an earlier fold left
-      ++row_count;
-      for (auto& b : decode_journal_entries(entries)) {
-        auto& j = sessions[b.session_id];
-        j.created_at_ms = std::max(j.created_at_ms, b.created_at_ms);
-        for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e->id] = std::move(e);
+  std::size_t records = 0;
+  auto absorb = [&](std::string_view entries) {
+    ++records;
+    for (auto& b : decode_journal_entries(entries)) {
+      // A deleted session's note: what came before it is not a later session's with the id.
+      if (b.first_id == 0 && b.frames.empty()) {
+        sessions.erase(b.session_id);
+        continue;
       }
+      auto& j = sessions[b.session_id];
+      j.created_at_ms = std::max(j.created_at_ms, b.created_at_ms);
+      for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e->id] = std::move(e);
     }
+  };
+  {
+    // The table first: it is older than any journal file.
+    auto st = db_.prepare_uncached("SELECT entries FROM event_journal ORDER BY seq");
+    while (st.step())
+      if (const auto entries = st.text(0); !entries.empty()) absorb(entries);  // empty: an old high-water mark
   }
+  journal_file::read(journal_dir, [&](std::uint64_t, std::string_view payload) { absorb(payload); });
   for (auto& [session, j] : sessions) {
     auto exists = db_.prepare("SELECT 1 FROM sessions WHERE id = ?");
     exists.bind(1, session);
@@ -394,10 +373,8 @@ std::size_t sqlite_store::fold_journal() {
     }
     write();
   }
-  // Its newest row stays, emptied, as the high-water mark of seqs handed out (truncate_journal).
-  db_.prepare("DELETE FROM event_journal WHERE seq < (SELECT max(seq) FROM event_journal)").run();
-  db_.prepare("UPDATE event_journal SET entries = X'' WHERE entries <> X''").run();
-  return row_count;
+  db_.prepare("DELETE FROM event_journal").run();
+  return records;
 }
 
 std::vector<core::frame_ptr> sqlite_store::events_after(std::string_view session_id, std::int64_t after_id, std::size_t limit) {

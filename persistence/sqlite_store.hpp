@@ -1,9 +1,10 @@
 #pragma once
 // Every storage port (core/storage/) over one SQLite connection, plus what only
-// SQLite's event log layout needs (the shared journal: append, cut, fold). Not
+// SQLite's event log layout needs (the start-up fold of the event journal). Not
 // thread-safe: the store_executor gives each connection to exactly one thread.
 // A session's events live in segments (event_batches rows); those only the journal
 // holds are in `tails` (journal_tails.hpp), which reads merge in.
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <span>
@@ -110,20 +111,11 @@ class sqlite_store final : public core::store_connection {
     return local_leases_.request_run_abort(session_id, run_id);
   }
 
-  // The shared journal (sqlite_event_writer). One row holding these batches (of any
-  // sessions); returns its seq.
-  std::int64_t append_journal(std::span<const core::event_batch_record* const> batches);
-  std::int64_t append_journal(const core::event_batch_record& batch) {
-    const core::event_batch_record* one[] = {&batch};
-    return append_journal(one);
-  }
-  // Removes the oldest journal rows below `keep_from_seq` (below any seq when none is
-  // given), at most truncate_batch of them per call: a cut is a bounded piece of work.
-  static constexpr std::size_t truncate_batch = 4096;
-  void truncate_journal(std::optional<std::int64_t> keep_from_seq);
-  // Start-up: moves what only the journal holds into segments, then empties it.
-  // Returns the number of journal rows that were folded.
-  std::size_t fold_journal();
+  // Start-up: moves what only the event journal holds (its files in `journal_dir`, and
+  // the rows of the event_journal table that versions before the journal files wrote)
+  // into segments, and empties the table. The files are left for the caller to remove
+  // once this has committed. Returns the number of journal records folded.
+  std::size_t fold_journal(const std::filesystem::path& journal_dir);
 
   sqlite_database& database() { return db_; }
 

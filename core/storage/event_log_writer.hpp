@@ -54,8 +54,9 @@ class event_log_writer {
   // what is held for it may go too: true when nothing of it is on its way to the store
   // or kept in memory alone (events the store has not yet put where a read of the
   // session's last id finds them); then the next open() starts afresh. False: it is
-  // kept, and so must the channel be (a new one would not know those events' ids).
-  // The caller promises that the log it opened appends nothing more.
+  // kept, and so must the channel be (a new one would not know those events' ids); a
+  // store may then hurry those events to where that read finds them, so that a later try
+  // succeeds. The caller promises that the log it opened appends nothing more.
   virtual bool retire(std::string_view session_id) = 0;
 };
 

@@ -462,54 +462,6 @@ TEST_CASE("store_executor: stop() finishes every queued job, later jobs fail") {
   CHECK(committed_message_ids(db).count("m99") == 0);
 }
 
-TEST_CASE("store_executor: maintenance runs inside a batch at most once per interval; its failure spares the jobs") {
-  fake_db db;
-  net::io_context io;
-  std::atomic<int> runs{0};
-  std::atomic<bool> fail{false};
-  store_executor::options opts{.readers = 1};
-  opts.min_commit_interval = 0us;
-  opts.maintenance = [&](store_connection& c) {
-    ++runs;
-    c.upsert_message(msg(500 + runs.load()));
-    if (fail) throw store_error("maintenance refused");
-  };
-  opts.maintenance_interval = 50ms;
-  store_executor ex(db.factory(), opts);
-
-  // Not before the first interval has passed, however many batches commit.
-  std::vector<outcome> first(20);
-  for (int i = 0; i < 20; ++i) {
-    ex.async_write(write_message(i), record(io, first[static_cast<std::size_t>(i)]));
-    io.restart();
-    io.run();
-  }
-  CHECK(runs == 0);
-  std::this_thread::sleep_for(60ms);
-  outcome a, b;
-  ex.async_write(write_message(100), record(io, a));
-  io.restart();
-  io.run();
-  ex.async_write(write_message(101), record(io, b));
-  io.restart();
-  io.run();
-  CHECK(runs == 1);  // once for the two batches inside one interval
-  CHECK(committed_message_ids(db).contains("m501"));
-
-  // A failing maintenance is rolled back alone: the batch's job commits.
-  fail = true;
-  std::this_thread::sleep_for(60ms);
-  outcome c;
-  ex.async_write(write_message(102), record(io, c));
-  io.restart();
-  io.run();
-  CHECK(runs == 2);
-  CHECK_FALSE(c.error);
-  const auto ids = committed_message_ids(db);
-  CHECK(ids.contains("m102"));
-  CHECK_FALSE(ids.contains("m502"));
-}
-
 namespace {
 
 // A write job that takes `d` and notes its turn in `order`.

@@ -19,15 +19,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The runner's setting: AGW_TEST_GATEWAY_<name> (main's integration_on_pg.sh) or GATEWAY_<name>.
-std::string runner_setting(const std::string& name) {
-  if (const char* v = std::getenv(("AGW_TEST_GATEWAY_" + name).c_str())) return v;
-  if (const char* v = std::getenv(("GATEWAY_" + name).c_str())) return v;
-  return "";
-}
-
-bool on_postgres() { return runner_setting("STORE") == "postgres"; }
-
 // A 2 s lease: failover within about lease + sweep interval (1 s). gateway_process
 // keeps the test's own GATEWAY_* out of the child's environment: the store is passed on.
 gateway_process::env_map node_env(const std::string& name) {

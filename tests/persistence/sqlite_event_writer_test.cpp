@@ -1,15 +1,20 @@
 // SQLite's layout of the live event log (sqlite_event_writer): small batches go to
-// the shared journal and are read from the in-memory tail, the tail becomes a
-// segment by size, at a run's end or by age, and the journal rows it needed are
-// released only then.
+// the journal files and are read from the in-memory tail; the tail becomes a segment
+// in the background (by size or age) while later batches go on to the journal; a run's
+// end and a big batch are segments at once; the journal's files go once no tail needs
+// them.
 #include "persistence/sqlite_event_writer.hpp"
 
 #include <doctest/doctest.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <optional>
 
+#include "persistence/journal_codec.hpp"
 #include "tests/persistence/sqlite_fixture.hpp"
 
 namespace {
@@ -17,6 +22,7 @@ namespace {
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 using agw::core::frame_ptr;
+using agw::persistence::journal_file;
 using agw::persistence::journal_tails;
 using agw::persistence::sqlite_event_writer;
 using agw::persistence::sqlite_store;
@@ -32,6 +38,11 @@ frame_ptr done(std::int64_t id) {
   return std::make_shared<const agw::core::event_frame>(
       agw::core::make_event_frame(id, agw::core::event_type::done, "run-1", {{"assistant_data", boost::json::object{}}}));
 }
+std::vector<frame_ptr> tokens(std::int64_t first, std::int64_t last) {
+  std::vector<frame_ptr> out;
+  for (auto id = first; id <= last; ++id) out.push_back(token(id));
+  return out;
+}
 
 std::vector<std::int64_t> range(std::int64_t first, std::int64_t last) {
   std::vector<std::int64_t> out;
@@ -39,42 +50,85 @@ std::vector<std::int64_t> range(std::int64_t first, std::int64_t last) {
   return out;
 }
 
+// Holds the store's writer in a job until released: what the writer does meanwhile waits.
+struct writer_gate {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool entered = false, open = false;
+  std::function<void(agw::core::store_connection&)> job() {
+    return [this](agw::core::store_connection&) {
+      std::unique_lock lock(mutex);
+      entered = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return open; });
+    };
+  }
+  void wait_entered() {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    open = true;
+    cv.notify_all();
+  }
+};
+
 struct fixture {
-  explicit fixture(sqlite_event_writer::options opts) : writer(store, tails, opts) {
+  explicit fixture(sqlite_event_writer::options opts, journal_file::options files = {})
+      : journal(db.journal_dir(), files), writer(store, tails, journal, with_fast_release(opts)) {
     auto c = db.open();
     c->insert_session(agw::test::make_session(sid, 1000));
   }
-  ~fixture() { store.stop(); }
+  ~fixture() {
+    writer.stop();
+    store.stop();
+  }
+  static sqlite_event_writer::options with_fast_release(sqlite_event_writer::options o) {
+    o.journal_release_interval = 0ms;
+    return o;
+  }
 
-  // Appends `events` as one batch and runs until the writer says it is committed.
-  void append(std::vector<frame_ptr> events, bool ends_run = false, std::size_t retention = 0) {
-    std::optional<std::exception_ptr> outcome;
+  // Appends `events` as one batch; `outcome` is set on the strand when the writer is done with it.
+  // Through `log` when given (a channel keeps the log it opened), else the session's current one.
+  void start(std::vector<frame_ptr> events, std::optional<std::exception_ptr>& outcome, bool ends_run = false,
+             std::size_t retention = 0, std::shared_ptr<sqlite_event_writer::session_log> log = nullptr) {
     sqlite_event_writer::batch b;
     b.events = std::move(events);
     b.ends_run = ends_run;
     b.retention = retention;
     b.executor = strand;
-    b.done = [&](std::exception_ptr e) { outcome = e; };
-    writer.open(sid)->append(std::move(b));
-    io.restart();
-    while (!outcome && io.run_one()) {
-    }
+    b.done = [&outcome](std::exception_ptr e) { outcome = e; };
+    (log ? log : writer.open(sid))->append(std::move(b));
+  }
+  // Appends and runs until the writer says it is durable.
+  void append(std::vector<frame_ptr> events, bool ends_run = false, std::size_t retention = 0) {
+    std::optional<std::exception_ptr> outcome;
+    start(std::move(events), outcome, ends_run, retention);
+    run_until([&] { return outcome.has_value(); });
     REQUIRE(outcome);
     CHECK(!*outcome);
   }
-  void run() {
-    io.restart();
-    io.run();
+  // Runs the strand's handlers (completions, timers) until `done` or 5 s.
+  void run_until(const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      io.restart();
+      io.run_for(2ms);
+    }
   }
   std::vector<std::int64_t> readable() {
     std::vector<std::int64_t> ids;
     for (const auto& f : reader->events_after(sid, 0, 1000)) ids.push_back(f->id);
     return ids;
   }
-  std::int64_t journal_rows() {
-    auto st = reader->database().prepare_uncached("SELECT COUNT(*) FROM event_journal");
-    st.step();
-    return st.int64(0);
+  // The journal's records as the start-up fold would read them: (first id, last id) per entry.
+  std::vector<std::pair<std::int64_t, std::int64_t>> journaled() {
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    journal_file::read(db.journal_dir(), [&](std::uint64_t, std::string_view payload) {
+      for (const auto& e : agw::persistence::decode_journal_entries(payload)) out.emplace_back(e.first_id, e.last_id);
+    });
+    return out;
   }
   std::int64_t segment_rows() { return agw::test::count_rows(*reader, "event_batches", sid); }
 
@@ -83,6 +137,7 @@ struct fixture {
   agw::core::store_executor store{
       [this](auto) { return std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails); },
       {.readers = 1}};
+  journal_file journal;
   // Before the writer: its sessions hold the strand's executor, which must not outlive io.
   net::io_context io;
   net::strand<net::io_context::executor_type> strand{net::make_strand(io)};
@@ -94,35 +149,58 @@ struct fixture {
 }  // namespace
 
 TEST_CASE("sqlite_event_writer: small batches go to the journal and are read from the tail until they form a segment") {
-  fixture fx({.segment_frames = 5, .segment_age = 0ms});
+  fixture fx({.segment_frames = 5, .segment_frames_min = 5, .segment_age = 0ms});
   for (std::int64_t id = 1; id <= 4; ++id) fx.append({token(id)});
-  CHECK(fx.journal_rows() == 4);
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}, {3, 3}, {4, 4}});
   CHECK(fx.segment_rows() == 0);
   REQUIRE(fx.tails.oldest_claim());
-  CHECK(*fx.tails.oldest_claim() == 1);  // the session's first journal row is still needed
+  CHECK(*fx.tails.oldest_claim() == 1);  // the session's first journal record is still needed
   CHECK(fx.readable() == range(1, 4));   // from the tail, no segment yet
   CHECK(fx.reader->oldest_event_id(sid) == 1);
 
-  // The fifth event fills the tail: tail and batch go into one segment 1..5, and the
-  // session no longer needs any journal row (the writer's maintenance cuts them).
+  // The fifth event fills the tail: it is journaled like the others, and the tail 1..5
+  // goes into one segment behind it; then no journal record is needed.
   fx.append({token(5)});
+  fx.run_until([&] { return fx.segment_rows() == 1 && !fx.tails.oldest_claim(); });
   CHECK(fx.segment_rows() == 1);
   CHECK_FALSE(fx.tails.oldest_claim());
   CHECK(fx.tails.size(sid) == 0);
-  CHECK(fx.journal_rows() == 4);  // still there until a cut; reads no longer need them
   const auto events = fx.reader->events_after(sid, 0, 100);
   REQUIRE(events.size() == 5);
   for (std::int64_t id = 1; id <= 5; ++id) CHECK(events[static_cast<std::size_t>(id - 1)]->sse == token(id)->sse);
+  CHECK(fx.reader->find_session(sid)->last_event_id == 5);
 }
 
 TEST_CASE("sqlite_event_writer: a tail's size threshold is drawn in [segment_frames_min, segment_frames]") {
   // Sessions paced alike must not all write their segments in one writer cycle.
   fixture fx({.segment_frames = 64, .segment_frames_min = 32, .segment_age = 0ms});
-  std::int64_t id = 0;
-  while (fx.segment_rows() == 0 && id < 100) fx.append({token(++id)});
-  CHECK(id >= 32);
-  CHECK(id <= 64);
-  CHECK(fx.readable() == range(1, id));
+  for (std::int64_t id = 1; id <= 64; ++id) fx.append({token(id)});
+  fx.run_until([&] { return fx.segment_rows() > 0; });
+  auto first = fx.reader->database().prepare_uncached("SELECT first_id, last_id FROM event_batches ORDER BY first_id LIMIT 1");
+  REQUIRE(first.step());
+  CHECK(first.int64(0) == 1);
+  CHECK(first.int64(1) >= 32);
+  CHECK(first.int64(1) <= 64);
+  CHECK(fx.readable() == range(1, 64));
+}
+
+TEST_CASE("sqlite_event_writer: a session's next batches are journaled while its tail's segment waits for the writer") {
+  // A paced run's tokens never wait for SQLite: only the tail's segment does.
+  fixture fx({.segment_frames = 3, .segment_frames_min = 3, .segment_age = 0ms});
+  writer_gate gate;
+  std::optional<std::exception_ptr> gate_done;
+  fx.store.async_write(gate.job(), [&](std::exception_ptr e) { gate_done = e; });
+  gate.wait_entered();
+  for (std::int64_t id = 1; id <= 6; ++id) fx.append({token(id)});  // each durable at once
+  CHECK(fx.segment_rows() == 0);                                    // the segment of 1..3 is behind the gate
+  CHECK(fx.tails.size(sid) == 6);
+  CHECK(fx.readable() == range(1, 6));
+  gate.release();
+  // The segment holds 1..3 only; 4..6 joined the tail meanwhile and make the next one.
+  fx.run_until([&] { return fx.tails.size(sid) == 0; });
+  CHECK(fx.segment_rows() == 2);
+  CHECK(fx.readable() == range(1, 6));
+  CHECK_FALSE(fx.tails.oldest_claim());
 }
 
 TEST_CASE("sqlite_event_writer: a run's done writes the journaled tail as a segment at once, trimmed to retention") {
@@ -130,10 +208,22 @@ TEST_CASE("sqlite_event_writer: a run's done writes the journaled tail as a segm
   for (std::int64_t id = 1; id <= 5; ++id) fx.append({token(id)});
   CHECK(fx.segment_rows() == 0);
   fx.append({done(6)}, /*ends_run=*/true, /*retention=*/3);
+  // Durable through the segment itself: the done is not journaled.
   CHECK(fx.segment_rows() == 1);
+  CHECK(fx.journaled().size() == 5);
   CHECK_FALSE(fx.tails.oldest_claim());
   CHECK(fx.readable() == range(4, 6));  // exactly the newest three
   CHECK(fx.reader->oldest_event_id(sid) == 4);
+}
+
+TEST_CASE("sqlite_event_writer: a batch as big as a segment is one at once, with the tail") {
+  fixture fx({.batch_segment_frames = 4, .segment_age = 0ms});
+  fx.append({token(1)});
+  fx.append(tokens(2, 5));
+  CHECK(fx.segment_rows() == 1);
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}});
+  CHECK(fx.tails.size(sid) == 0);
+  CHECK(fx.readable() == range(1, 5));
 }
 
 TEST_CASE("sqlite_event_writer: a journaled tail older than segment_age becomes a segment") {
@@ -143,29 +233,52 @@ TEST_CASE("sqlite_event_writer: a journaled tail older than segment_age becomes 
   fx.io.run_for(10ms);
   CHECK(fx.segment_rows() == 0);
   CHECK(fx.tails.oldest_claim());
-  fx.run();  // the age timer fires, the segment commits, nothing is left to do
+  fx.run_until([&] { return fx.segment_rows() == 1 && !fx.tails.oldest_claim(); });
   CHECK(fx.segment_rows() == 1);
   CHECK_FALSE(fx.tails.oldest_claim());
   CHECK(fx.readable() == std::vector<std::int64_t>{1});
 }
 
-TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and no claim") {
+TEST_CASE("sqlite_event_writer: the journal's files go once every tail that needed them is a segment") {
+  // A file per record: each append starts a new one.
+  fixture fx({.segment_frames = 3, .segment_frames_min = 3, .segment_age = 0ms}, {.file_bytes = 1});
+  for (std::int64_t id = 1; id <= 2; ++id) fx.append({token(id)});
+  CHECK(fx.journal.file_count() == 2);  // both still needed
+  fx.append({token(3)});
+  fx.run_until([&] { return fx.tails.size(sid) == 0; });
+  // Released by the journal thread's next cycle: the file it writes stays.
+  fx.append({token(4)});
+  CHECK(fx.journal.file_count() == 1);
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 4}});
+}
+
+TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and no claim, and the journal notes it") {
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  const auto log = fx.writer.open(sid);  // the channel's, kept while it closes
   fx.append({token(1)});
   fx.append({token(2)});
   REQUIRE(fx.tails.oldest_claim());
   fx.writer.forget(sid);
   CHECK_FALSE(fx.tails.oldest_claim());
   CHECK(fx.tails.size(sid) == 0);
+  // The note (an entry with no events) follows the session's records, for the fold.
+  fx.run_until([&] { return fx.journaled().size() == 3; });
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}, {0, 0}});
+  // A batch after it is refused: nothing is written for a deleted session.
+  std::optional<std::exception_ptr> outcome;
+  fx.start({token(3)}, outcome, false, 0, log);
+  fx.run_until([&] { return outcome.has_value(); });
+  REQUIRE(outcome);
+  CHECK(*outcome);
 }
 
-TEST_CASE("sqlite_event_writer: a refused age segment is tried again after another age, not in a loop") {
-  fixture fx({.segment_frames = 64, .segment_age = 100ms});
-  fx.append({token(1)});
+TEST_CASE("sqlite_event_writer: a refused tail segment is tried again after another age, not in a loop") {
+  fixture fx({.segment_frames = 2, .segment_frames_min = 2, .segment_age = 100ms});
   // The session's rows go (a DELETE) before the hub tells the writer to forget it:
   // every segment of its tail is refused by the foreign key.
   fx.reader->delete_session(sid);
   const auto before = fx.store.batches_committed();
+  for (std::int64_t id = 1; id <= 6; ++id) fx.append({token(id)});  // the size threshold, passed again and again
   fx.io.restart();
   fx.io.run_for(300ms);
   const auto attempts = fx.store.batches_committed() - before;
@@ -176,7 +289,7 @@ TEST_CASE("sqlite_event_writer: a refused age segment is tried again after anoth
   CHECK_FALSE(fx.tails.oldest_claim());
 }
 
-TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-only and lets it go once they are a segment") {
+TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-only, hurries their segment, then lets it go") {
   // An idle channel's eviction (session_hub::evict_idle) asks retire: a new channel reads
   // the session's last id from its newest segment, which journal-only events are not in.
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
@@ -186,16 +299,30 @@ TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-
   CHECK(fx.reader->find_session(sid)->last_event_id == 0);  // the tail is not what a read sees
   CHECK_FALSE(fx.writer.retire(sid));
   CHECK(fx.writer.open(sid) == first);  // kept as it was
-  CHECK(fx.tails.size(sid) == 2);
-
-  fx.append({done(3)}, /*ends_run=*/true);
-  CHECK(fx.reader->find_session(sid)->last_event_id == 3);
+  // Asked, the writer segments the tail now rather than at its age (none here).
+  fx.run_until([&] { return fx.tails.size(sid) == 0; });
+  CHECK(fx.reader->find_session(sid)->last_event_id == 2);
   CHECK(fx.writer.retire(sid));
   CHECK(fx.writer.retire(sid));  // nothing left: still true
 
   // The next open starts afresh and the log goes on where it was.
   const auto again = fx.writer.open(sid);
   CHECK(again != first);
-  fx.append({token(4)});
+  fx.append({token(3)});
+  fx.append({done(4)}, /*ends_run=*/true);
   CHECK(fx.readable() == range(1, 4));
+}
+
+TEST_CASE("sqlite_event_writer: a stopped writer writes what was pending and refuses what comes after") {
+  fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  std::optional<std::exception_ptr> pending, late;
+  fx.start({token(1)}, pending);
+  fx.writer.stop();
+  fx.start({token(2)}, late);
+  fx.run_until([&] { return pending.has_value() && late.has_value(); });
+  REQUIRE(pending);
+  CHECK(!*pending);
+  REQUIRE(late);
+  CHECK(*late);
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}});
 }

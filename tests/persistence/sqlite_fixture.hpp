@@ -8,6 +8,7 @@
 #include "core/events/log_codec.hpp"
 #include "core/events/sse_format.hpp"
 #include "core/ids.hpp"
+#include "persistence/journal_file.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/sqlite_store.hpp"
 #include "tests/support/store_rows.hpp"
@@ -24,7 +25,11 @@ struct temp_db {
   ~temp_db() {
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
+    std::filesystem::remove_all(journal_dir(), ec);
   }
+
+  // Where the event journal's files of this database go (persistence/journal_file.hpp).
+  std::filesystem::path journal_dir() const { return persistence::journal_dir_for(path); }
 
   // A connection to the migrated database.
   std::unique_ptr<persistence::sqlite_store> open() const {

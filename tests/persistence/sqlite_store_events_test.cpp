@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "core/events/sse_format.hpp"
+#include "persistence/journal_codec.hpp"
+#include "persistence/journal_file.hpp"
 #include "persistence/sqlite_store.hpp"
 #include "tests/persistence/sqlite_fixture.hpp"
 
@@ -47,6 +49,17 @@ std::unique_ptr<agw::persistence::sqlite_store> seeded(const temp_db& db) {
   store->append_events(make_batch("other", 1, 50));
   return store;
 }
+
+// Journal records as sqlite_event_writer's journal thread writes them: one per append.
+struct journal_writer {
+  explicit journal_writer(const temp_db& db) : file(db.journal_dir(), {}) {}
+  void append(const std::vector<agw::core::event_batch_record>& batches) {
+    std::vector<const agw::core::event_batch_record*> rows;
+    for (const auto& b : batches) rows.push_back(&b);
+    file.append(agw::persistence::encode_journal_entries(rows));
+  }
+  agw::persistence::journal_file file;
+};
 
 }  // namespace
 
@@ -154,58 +167,26 @@ TEST_CASE("sqlite_store_events: rows in the plain-text form of earlier versions 
   for (const auto& e : events) CHECK(e->sse == frame_text(e->id));
 }
 
-TEST_CASE("sqlite_store_events: the journal numbers its rows and is cut below a seq") {
-  temp_db db;
-  auto store = db.open();
-  store->insert_session(make_session("s", 1));
-  const auto a = store->append_journal(make_batch("s", 1, 1));
-  const auto b = store->append_journal(make_batch("s", 2, 3));
-  const auto c = store->append_journal(make_batch("s", 4, 4));
-  CHECK(a >= 1);
-  CHECK(b > a);
-  CHECK(c > b);
-  // Journal rows are not segments: live readers get them from the channel's memory.
-  CHECK(store->events_after("s", 0, 100).empty());
-  CHECK(store->find_session("s")->last_event_id == 0);
-  auto journal_rows = [&] {
-    auto st = store->database().prepare_uncached("SELECT COUNT(*) FROM event_journal");
-    st.step();
-    return st.int64(0);
-  };
-  store->truncate_journal(b);
-  CHECK(journal_rows() == 2);
-  // Nothing claimed: everything goes but the newest row, the seqs' high-water mark.
-  store->truncate_journal(std::nullopt);
-  CHECK(journal_rows() == 1);
-  store->truncate_journal(c + 1);
-  CHECK(journal_rows() == 1);
-
-  // One call removes at most truncate_batch rows: the rest goes with the next calls.
-  const auto batch = static_cast<std::int64_t>(agw::persistence::sqlite_store::truncate_batch);
-  for (std::int64_t i = 0; i < batch + 100; ++i) store->append_journal(make_batch("s", 10 + i, 10 + i));
-  store->truncate_journal(std::nullopt);
-  CHECK(journal_rows() == 101);
-  store->truncate_journal(std::nullopt);
-  CHECK(journal_rows() == 1);
-}
-
 TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds into segments") {
   temp_db db;
   auto store = db.open();
   for (const char* id : {"a", "b", "gone"}) store->insert_session(make_session(id, 1));
-  // a: segment 1..3 and the journal rows it was made of (a stop between the segment's
-  // commit and the journal's cut), then 4..4 and 5..7 journal-only; b: journal only;
-  // gone: deleted before the fold, with a row that outlived its delete.
+  // a: segment 1..3 and the journal records it was made of (a stop between the segment's
+  // commit and the journal file's release), then 4..4 and 5..7 journal-only; b: journal
+  // only; gone: deleted before the fold, with a record that outlived its delete.
   store->append_events(make_batch("a", 1, 3));
-  store->append_journal(make_batch("a", 1, 3));
-  store->append_journal(make_batch("b", 1, 2));
-  store->append_journal(make_batch("a", 4, 4));
-  store->append_journal(make_batch("gone", 1, 1));
-  store->append_journal(make_batch("b", 3, 3));
-  store->append_journal(make_batch("a", 5, 7));
-  store->delete_session("gone");
-  store->append_journal(make_batch("gone", 2, 2));
-  CHECK(store->fold_journal() == 7);
+  {
+    journal_writer j(db);
+    j.append({make_batch("a", 1, 3)});
+    j.append({make_batch("b", 1, 2)});
+    j.append({make_batch("a", 4, 4)});
+    j.append({make_batch("gone", 1, 1)});
+    j.append({make_batch("b", 3, 3)});
+    j.append({make_batch("a", 5, 7)});
+    store->delete_session("gone");
+    j.append({make_batch("gone", 2, 2)});
+  }
+  CHECK(store->fold_journal(db.journal_dir()) == 7);
   CHECK(ids_of(store->events_after("a", 0, 100)) == range(1, 7));
   CHECK(ids_of(store->events_after("b", 0, 100)) == range(1, 3));
   CHECK(store->events_after("gone", 0, 100).empty());
@@ -214,17 +195,15 @@ TEST_CASE("sqlite_store_events: fold_journal moves what only the journal holds i
   CHECK(store->find_session("a")->last_event_id == 7);
   CHECK(store->find_session("b")->last_event_id == 3);
   // One new segment per session for what was journaled.
-  auto segments = [&](const char* id) {
-    auto st = store->database().prepare_uncached("SELECT COUNT(*) FROM event_batches WHERE session_id = ?");
-    st.bind(1, std::string(id));
-    st.step();
-    return st.int64(0);
-  };
-  CHECK(segments("a") == 2);
-  CHECK(segments("b") == 1);
-  // The journal is empty: a second fold finds nothing and changes nothing.
-  CHECK(store->fold_journal() == 0);
+  CHECK(agw::test::count_rows(*store, "event_batches", "a") == 2);
+  CHECK(agw::test::count_rows(*store, "event_batches", "b") == 1);
+  // Folded again (a crash before the files were removed): nothing is written twice.
+  CHECK(store->fold_journal(db.journal_dir()) == 7);
+  CHECK(agw::test::count_rows(*store, "event_batches", "a") == 2);
   CHECK(ids_of(store->events_after("a", 0, 100)) == range(1, 7));
+  // Once removed, a fold finds nothing.
+  agw::persistence::journal_file::remove_all(db.journal_dir());
+  CHECK(store->fold_journal(db.journal_dir()) == 0);
 }
 
 TEST_CASE("sqlite_store_events: the fold keeps each event once when retried batches overlap") {
@@ -232,56 +211,76 @@ TEST_CASE("sqlite_store_events: the fold keeps each event once when retried batc
   auto store = db.open();
   store->insert_session(make_session("s", 1));
   store->append_events(make_batch("s", 1, 2));
-  // A batch whose commit was reported failed though it was stored, retried longer; and the
-  // same batch twice.
-  store->append_journal(make_batch("s", 3, 5));
-  store->append_journal(make_batch("s", 3, 7));
-  store->append_journal(make_batch("s", 8, 8));
-  store->append_journal(make_batch("s", 8, 8));
-  store->append_journal(make_batch("s", 2, 4));  // partly in the segment already
-  CHECK(store->fold_journal() == 5);
+  {
+    // A batch whose write was reported failed though it was stored, retried longer; and
+    // the same batch twice.
+    journal_writer j(db);
+    j.append({make_batch("s", 3, 5)});
+    j.append({make_batch("s", 3, 7)});
+    j.append({make_batch("s", 8, 8)});
+    j.append({make_batch("s", 8, 8)});
+    j.append({make_batch("s", 2, 4)});  // partly in the segment already
+  }
+  CHECK(store->fold_journal(db.journal_dir()) == 5);
   const auto events = store->events_after("s", 0, 100);
   CHECK(ids_of(events) == range(1, 8));
   for (const auto& e : events) CHECK(e->sse == frame_text(e->id));
   CHECK(store->find_session("s")->last_event_id == 8);
 }
 
-TEST_CASE("sqlite_store_events: the journal never hands out a seq again, even once emptied") {
-  temp_db db;
-  auto store = db.open();
-  store->insert_session(make_session("s", 1));
-  const auto a = store->append_journal(make_batch("s", 1, 1));
-  const auto b = store->append_journal(make_batch("s", 2, 2));
-  store->truncate_journal(std::nullopt);
-  // A claim on b (or anything the empty journal held) must still cover every new row.
-  const auto c = store->append_journal(make_batch("s", 3, 3));
-  CHECK(c > b);
-  CHECK(b > a);
-  // Nor does a start-up fold, which empties the journal of events (b, the newest row
-  // when the cut ran, stayed: its event 2 is folded too).
-  CHECK(store->fold_journal() == 2);
-  CHECK(store->append_journal(make_batch("s", 4, 4)) > c);
-  CHECK(store->fold_journal() == 1);
-  CHECK(ids_of(store->events_after("s", 0, 100)) == range(2, 4));
-}
-
-TEST_CASE("sqlite_store_events: one journal row holds several sessions' batches; the fold splits them") {
+TEST_CASE("sqlite_store_events: one journal record holds several sessions' batches; the fold splits them") {
   temp_db db;
   auto store = db.open();
   for (const char* id : {"s", "t", "gone"}) store->insert_session(make_session(id, 1));
-  const auto s1 = make_batch("s", 1, 2), t1 = make_batch("t", 1, 1), g1 = make_batch("gone", 1, 3);
-  const auto s2 = make_batch("s", 3, 3), t2 = make_batch("t", 2, 4);
-  const agw::core::event_batch_record* first[] = {&s1, &t1, &g1};
-  const agw::core::event_batch_record* second[] = {&t2, &s2};
-  const auto a = store->append_journal(first);
-  const auto b = store->append_journal(second);
-  CHECK(b > a);
-  // The deleted session's part stays in the shared row until a cut; nobody reads it.
+  {
+    journal_writer j(db);
+    j.append({make_batch("s", 1, 2), make_batch("t", 1, 1), make_batch("gone", 1, 3)});
+    j.append({make_batch("t", 2, 4), make_batch("s", 3, 3)});
+  }
+  // The deleted session's part stays in the shared record until its file goes; nobody reads it.
   CHECK(store->delete_session("gone"));
-  CHECK(store->fold_journal() == 2);
+  CHECK(store->fold_journal(db.journal_dir()) == 2);
   CHECK(ids_of(store->events_after("s", 0, 100)) == range(1, 3));
   CHECK(ids_of(store->events_after("t", 0, 100)) == range(1, 4));
   for (const char* id : {"s", "t"})
     for (const auto& e : store->events_after(id, 0, 100)) CHECK(e->sse == frame_text(e->id));
   CHECK(store->events_after("gone", 0, 100).empty());
+}
+
+TEST_CASE("sqlite_store_events: a deleted session's note keeps its journaled events from a session made again with its id") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  {
+    journal_writer j(db);
+    j.append({make_batch("s", 1, 5)});  // the first session's, journal-only when it was deleted
+    store->delete_session("s");
+    agw::core::event_batch_record note;  // what sqlite_event_writer::forget writes
+    note.session_id = "s";
+    j.append({make_batch("other", 1, 1), note});
+    store->insert_session(make_session("s", 2));  // made again with the id
+    j.append({make_batch("s", 1, 2)});
+  }
+  CHECK(store->fold_journal(db.journal_dir()) == 3);
+  CHECK(ids_of(store->events_after("s", 0, 100)) == range(1, 2));
+  CHECK(store->find_session("s")->last_event_id == 2);
+}
+
+TEST_CASE("sqlite_store_events: rows of the event_journal table an older version wrote are folded before the files") {
+  temp_db db;
+  auto store = db.open();
+  store->insert_session(make_session("s", 1));
+  // The table held 1..3 (an older version's journal); the files, 4..4 written after.
+  const auto legacy = make_batch("s", 1, 3);
+  const agw::core::event_batch_record* rows[] = {&legacy};
+  store->database()
+      .prepare_uncached("INSERT INTO event_journal (entries, created_at) VALUES (?, 1)")
+      .bind_blob(1, agw::persistence::encode_journal_entries(rows))
+      .run();
+  journal_writer(db).append({make_batch("s", 4, 4)});
+  CHECK(store->fold_journal(db.journal_dir()) == 2);
+  CHECK(ids_of(store->events_after("s", 0, 100)) == range(1, 4));
+  auto st = store->database().prepare_uncached("SELECT COUNT(*) FROM event_journal");
+  st.step();
+  CHECK(st.int64(0) == 0);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -198,6 +199,12 @@ command_result run_gateway_command(const std::vector<std::string>& args, const g
   ss << in.rdbuf();
   result.output += ss.str();
   return result;
+}
+
+std::string runner_setting(const std::string& name) {
+  if (const char* v = std::getenv(("AGW_TEST_GATEWAY_" + name).c_str())) return v;
+  if (const char* v = std::getenv(("GATEWAY_" + name).c_str())) return v;
+  return "";
 }
 
 }  // namespace agw::test

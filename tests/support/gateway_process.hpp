@@ -55,6 +55,12 @@ class gateway_process {
   std::uint16_t port_ = 0;
 };
 
+// The runner's setting for every gateway a test starts: AGW_TEST_GATEWAY_<name>
+// (tests/postgres/integration_on_pg.sh) or GATEWAY_<name>; empty when neither is set.
+std::string runner_setting(const std::string& name);
+// The gateways of this run store on PostgreSQL (ctest integration_pg), not SQLite.
+inline bool on_postgres() { return runner_setting("STORE") == "postgres"; }
+
 struct command_result {
   int status = -1;     // exit status, or -signal
   std::string output;  // stdout and stderr

@@ -1,0 +1,36 @@
+#include "core/completion_fanout.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+namespace agw::core {
+
+namespace net = boost::asio;
+
+void completion_fanout::add(const net::any_io_executor& executor, std::function<void()> fn) {
+  const auto* strand = executor.target<io_strand>();
+  if (!strand) {
+    others_.emplace_back(executor, std::move(fn));
+    return;
+  }
+  const auto context = strand->get_inner_executor();
+  for (auto& g : groups_)
+    if (g.context == context) {
+      g.items.emplace_back(*strand, std::move(fn));
+      return;
+    }
+  groups_.push_back({context, {}});
+  groups_.back().items.emplace_back(*strand, std::move(fn));
+}
+
+void completion_fanout::post_all() {
+  for (auto& g : groups_)
+    net::post(g.context, [items = std::move(g.items)]() mutable {
+      for (auto& [strand, fn] : items) net::dispatch(strand, std::move(fn));
+    });
+  groups_.clear();
+  for (auto& [executor, fn] : others_) net::post(executor, std::move(fn));
+  others_.clear();
+}
+
+}  // namespace agw::core

@@ -1,0 +1,35 @@
+#pragma once
+// Many completions, each for its own strand, handed to their io_contexts with one
+// post per context instead of one per completion. A thread outside the io threads
+// (the event journal's) that finishes a cycle for many sessions at once would
+// otherwise queue a handler, and often wake a thread, per session; here each
+// context gets one handler that runs the completions on their strands (in place
+// when a strand is free: that handler already runs on the strand's thread).
+// Completions for any other kind of executor are posted to it one by one.
+//
+// Thread-safety: none; one thread fills it and calls post_all().
+#include <boost/asio/any_io_executor.hpp>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "core/io_executor.hpp"
+
+namespace agw::core {
+
+class completion_fanout {
+ public:
+  void add(const boost::asio::any_io_executor& executor, std::function<void()> fn);
+  // Posts everything added, then holds nothing.
+  void post_all();
+
+ private:
+  struct context_group {
+    io_executor context;
+    std::vector<std::pair<io_strand, std::function<void()>>> items;
+  };
+  std::vector<context_group> groups_;  // few: one per io thread
+  std::vector<std::pair<boost::asio::any_io_executor, std::function<void()>>> others_;
+};
+
+}  // namespace agw::core
