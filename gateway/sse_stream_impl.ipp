@@ -3,12 +3,15 @@
 // sse_stream.cpp, which instantiates the server's tcp::socket stream, and by tests
 // that instantiate it over Beast's test::stream: see the header for why.
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -35,17 +38,26 @@ void cancel_write(Stream& stream) {
 
 // One write attempt that neither blocks nor queues anything: the bytes the stream
 // took (0 when its send buffer is full). A socket is written with MSG_DONTWAIT (its
-// mode is left alone: the connection may get it back); Beast's test::stream never
-// blocks.
-template <class Stream>
-std::size_t write_now(Stream& stream, std::string_view bytes, boost::system::error_code& ec) {
+// mode is left alone: the connection may get it back), all buffers in one sendmsg;
+// Beast's test::stream never blocks.
+template <class Stream, class Buffers>
+std::size_t write_now(Stream& stream, const Buffers& buffers, boost::system::error_code& ec) {
   if constexpr (requires { stream.native_handle(); }) {
-    const auto n = ::send(stream.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    iovec iov[64];
+    std::size_t count = 0;
+    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers) && count < std::size(iov); ++it) {
+      const net::const_buffer b(*it);
+      iov[count++] = {const_cast<void*>(b.data()), b.size()};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    const auto n = ::sendmsg(stream.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ec.assign(errno, boost::system::system_category());
     return 0;
   } else {
-    return stream.write_some(net::buffer(bytes.data(), bytes.size()), ec);
+    return stream.write_some(buffers, ec);
   }
 }
 
@@ -91,6 +103,7 @@ template <class Stream>
 void basic_sse_stream<Stream>::deliver(const core::frame_batch& frames) {
   // Bounded by the channel: it stops delivering while this backlog is over its bound.
   queued_ += frames->size();
+  ++takes_pending_;
   net::post(executor_, [self = this->shared_from_this(), frames] { self->take(frames); });
 }
 
@@ -116,6 +129,7 @@ template <class Stream>
 void basic_sse_stream<Stream>::deliver_unnumbered(core::frame_ptr frame) {
   auto frames = core::make_frame_batch({std::move(frame)});
   queued_ += 1;
+  ++takes_pending_;
   net::post(executor_, [self = this->shared_from_this(), frames = std::move(frames)] { self->take(frames); });
 }
 
@@ -132,9 +146,11 @@ void basic_sse_stream<Stream>::close(close_reason why) {
 
 template <class Stream>
 void basic_sse_stream<Stream>::take(core::frame_batch frames) {
+  // Batches delivered together are written together: only the last take queued writes.
+  const bool last = --takes_pending_ == 0;
   if (finished_) return;
   queue_.push_back(std::move(frames));
-  write_more();
+  if (last) write_more();
 }
 
 template <class Stream>
@@ -226,10 +242,18 @@ void basic_sse_stream<Stream>::write_more() {
     return;  // idle: the heartbeat wheel wakes it for heartbeats
   }
   writing_ = true;
+  // Usually the socket takes it all at once: then the write is done here, with no
+  // operation queued and no completion to run (a paced stream writes one event at a time).
+  boost::system::error_code ec;
+  const std::size_t taken = sse_detail::write_now(*socket_, pieces_, ec);
+  if (ec || taken == net::buffer_size(pieces_)) return on_written(ec);
   write_started_ = wheel_.now();
   // Rare: a write timeout shorter than the heartbeat needs an earlier wake.
   if (wake_at_ > write_started_ + opts_.write_timeout) wake_at(write_started_ + opts_.write_timeout);
-  net::async_write(*socket_, pieces_,
+  // The rest when the client has read some: the pieces after what the socket took.
+  boost::beast::buffers_suffix<std::vector<net::const_buffer>> rest(pieces_);
+  rest.consume(taken);
+  net::async_write(*socket_, rest,
                    [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); });
 }
 
@@ -346,7 +370,7 @@ void basic_sse_stream<Stream>::write_heartbeat(core::steady_time now) {
   // in flight, so one non-blocking write says it: one syscall, no completion to queue.
   const std::string_view beat = sse_detail::heartbeat_bytes(chunked_);
   boost::system::error_code ec;
-  const std::size_t taken = sse_detail::write_now(*socket_, beat, ec);
+  const std::size_t taken = sse_detail::write_now(*socket_, net::buffer(beat.data(), beat.size()), ec);
   if (ec) return finish(end_reason::client_gone);
   wake_at(now + opts_.heartbeat);
   if (taken == beat.size()) {

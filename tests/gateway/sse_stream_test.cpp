@@ -103,6 +103,7 @@ struct harness {
 
   void start(bool chunked = true) {
     test_stream ours = fails ? test_stream(io, *fails) : test_stream(io);
+    if (write_limit > 0) ours.write_size(write_limit);
     ours.connect(peer);
     started = true;
     stream->start(std::move(ours), chunked ? head_11 : head_10, preamble, chunked,
@@ -132,6 +133,7 @@ struct harness {
   std::vector<ended> ends;
   std::size_t seen = 0;
   bool started = false;
+  std::size_t write_limit = 0;  // bytes the stream's socket takes per write (0: all)
 };
 
 TEST_CASE("sse_stream: the first write is the header and the retry preamble as the body's first chunk") {
@@ -256,8 +258,25 @@ TEST_CASE("sse_stream: the unnumbered reconnected frame is never skipped and doe
   h.stream->deliver_unnumbered(reconnected);
   h.stream->deliver(batch({token(4), token(5)}));
   h.io.poll();
-  CHECK(h.fresh() == chunk(reconnected->sse) + chunk(token(5)->sse));
+  // Delivered together, written together: one chunk.
+  CHECK(h.fresh() == chunk(reconnected->sse + token(5)->sse));
   CHECK(h.stats.sse_frames_written.load() == 1u);  // numbered frames only
+}
+
+TEST_CASE("sse_stream: a write the socket takes only in part goes on from where it stopped") {
+  harness h(options_with());
+  h.write_limit = 7;  // the socket takes 7 bytes per write: every first attempt is partial
+  h.start();
+  h.io.poll();
+  CHECK(h.fresh() == head_11 + chunk(preamble));
+  h.stream->deliver(batch({token(1), token(2)}));
+  h.stream->deliver(batch({token(3)}));
+  h.io.poll();
+  CHECK(h.fresh() == chunk(text({token(1), token(2), token(3)})));
+  CHECK(h.stats.sse_frames_written.load() == 3u);
+  h.stream->deliver(batch({token(4)}));
+  h.io.poll();
+  CHECK(h.fresh() == chunk(text({token(4)})));
 }
 
 TEST_CASE("sse_stream: close(draining) ends a follower after what is queued, with the last chunk") {
@@ -269,8 +288,8 @@ TEST_CASE("sse_stream: close(draining) ends a follower after what is queued, wit
   h.stream->deliver(batch({token(2)}));
   h.stream->close(subscriber::close_reason::draining);
   h.io.poll();
-  // 1 was in flight when 2 and the close arrived: 2 and the terminator go out together.
-  CHECK(h.fresh() == chunk(text({token(1)})) + chunk(text({token(2)})) + std::string(last_chunk));
+  // What was delivered goes out first (the two batches in one write), then the terminator.
+  CHECK(h.fresh() == chunk(text({token(1), token(2)})) + std::string(last_chunk));
   REQUIRE(h.ends.size() == 1);
   CHECK(h.ends[0].why == sse_end_reason::closed);
   CHECK_FALSE(h.ends[0].reusable);
@@ -412,11 +431,11 @@ TEST_CASE("sse_stream: when_drained is called once, after everything delivered s
     ++calls;
     wire_at_call = std::string(h.peer.str());
   });
-  // 1 is in flight when 2 and the request arrive: the callback waits for both writes,
-  // not only for the queue to empty.
+  // The callback waits for what was delivered before it to be written (the two batches
+  // go out together), not only for the queue to empty.
   h.io.poll();
   CHECK(calls == 1);
-  CHECK(wire_at_call == head_11 + chunk(preamble) + chunk(text({token(1)})) + chunk(text({token(2)})));
+  CHECK(wire_at_call == head_11 + chunk(preamble) + chunk(text({token(1), token(2)})));
   h.stream->deliver(batch({token(3)}));
   h.io.poll();
   CHECK(calls == 1);
