@@ -36,9 +36,6 @@ class commit_pacer {
   bool wait_turn(std::unique_lock<std::mutex>& lock, std::condition_variable& ready, const std::function<bool()>& queued,
                  const std::function<bool()>& stopping, const std::function<bool()>& hurry = {});
 
-  // When the commit wait_turn() last let start.
-  clock::time_point last_commit() const { return last_commit_; }
-
  private:
   std::chrono::microseconds interval_;
   clock::time_point last_commit_;

@@ -1,12 +1,14 @@
 #include "core/paced_worker.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "core/thread_name.hpp"
 
 namespace agw::core {
 
 paced_worker::paced_worker(std::string thread_name, std::chrono::microseconds interval, std::function<void()> job)
-    : job_(std::move(job)), pacer_(interval), thread_([this, name = std::move(thread_name)] {
-        name_this_thread(name);
+    : name_(std::move(thread_name)), job_(std::move(job)), pacer_(interval), thread_([this] {
+        name_this_thread(name_);
         loop();
       }) {}
 
@@ -38,7 +40,13 @@ void paced_worker::loop() {
       lock, ready_, [this] { return pending_; }, [this] { return stopping_; })) {
     pending_ = false;
     lock.unlock();
-    job_();
+    try {
+      job_();
+    } catch (const std::exception& e) {
+      // The job settles its own failures; what escapes it (memory) is logged, and the
+      // thread goes on for the next notify rather than end the process.
+      spdlog::error("{}: {}", name_, e.what());
+    }
     lock.lock();
   }
 }

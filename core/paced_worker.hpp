@@ -4,8 +4,9 @@
 // that what is handed over meanwhile shares one run of the job. The event journal's
 // appender is one: each run writes every pending batch in one record.
 //
-// The job finds its work itself (the worker only knows that there is some) and must
-// not throw; notify() from inside the job asks for another run.
+// The job finds its work itself (the worker only knows that there is some) and settles
+// its own failures (an exception that escapes it is logged); notify() from inside the
+// job asks for another run.
 //
 // Thread-safety: notify() may be called from any thread and never blocks on the job;
 // it wakes the thread only when it may be asleep waiting for work. stop() (also run
@@ -34,6 +35,7 @@ class paced_worker {
  private:
   void loop();
 
+  const std::string name_;
   std::function<void()> job_;
   commit_pacer pacer_;  // the worker thread's alone
   std::mutex mutex_;

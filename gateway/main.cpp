@@ -102,6 +102,8 @@ int main(int argc, char** argv) {
       agw::persistence::migrate(store.database());
       return agw::persistence::rebuild_offline(store, cli.rebuild_session);
     }
+    // Ours until the process ends: a second gateway on this database stops here.
+    const agw::persistence::journal_dir_lock journal_lock(agw::persistence::journal_dir_for(config.db_path));
     {
       agw::persistence::sqlite_store first(config.db_path);
       const auto folded = agw::persistence::prepare_database(first, agw::persistence::journal_dir_for(config.db_path));

@@ -1,6 +1,7 @@
 #include "persistence/journal_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -147,6 +148,8 @@ std::uint64_t journal_file::append(std::string_view payload) {
     // append starts a new one (a reader stops at this file's torn end).
     if (::ftruncate(fd_, static_cast<off_t>(offset_)) != 0 || ::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET) < 0)
       close_current();
+    // Its seq is used up (a gap is harmless): a new file is never named as an old one.
+    ++next_seq_;
     fail("write failed", error);
   }
   offset_ += record_.size();
@@ -157,10 +160,30 @@ void journal_file::release_below(std::uint64_t seq) {
   // A file's records all come before the next file's first seq.
   while (files_.size() >= 2 && files_[1].first_seq <= seq) {
     std::error_code ec;
-    fs::remove(files_.front().path, ec);  // a file left behind is folded again at start-up: harmless
+    // One that cannot go now is tried again at the next release (and folded again at a
+    // start-up, which writes nothing twice).
+    if (!fs::remove(files_.front().path, ec) && ec) return;
     files_.pop_front();
   }
 }
+
+journal_dir_lock::journal_dir_lock(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw core::store_error("event journal: cannot make " + dir.string() + ": " + ec.message());
+  const auto path = dir / "lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) fail("cannot open " + path.string(), errno);
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    if (error == EWOULDBLOCK)
+      throw core::store_error("event journal: " + dir.string() + " is in use by another gateway process (one per database)");
+    fail("cannot lock " + path.string(), error);
+  }
+}
+
+journal_dir_lock::~journal_dir_lock() { ::close(fd_); }  // the lock goes with the descriptor
 
 void journal_file::read(const fs::path& dir, const std::function<void(std::uint64_t seq, std::string_view payload)>& each) {
   for (const auto& [first, path] : list_files(dir)) read_records(read_whole(path), each);

@@ -32,6 +32,22 @@ namespace agw::persistence {
 // Where the journal of the database at `db_path` lives.
 std::filesystem::path journal_dir_for(const std::string& db_path);
 
+// The journal directory's owner for the life of a serving process: an exclusive
+// flock on `<dir>/lock`, taken before the start-up fold (which removes the journal's
+// files) and held until the process ends. A second gateway on the same database
+// fails to start instead of removing the files the first one writes.
+class journal_dir_lock {
+ public:
+  // Throws store_error when another process holds it.
+  explicit journal_dir_lock(const std::filesystem::path& dir);
+  ~journal_dir_lock();
+  journal_dir_lock(const journal_dir_lock&) = delete;
+  journal_dir_lock& operator=(const journal_dir_lock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 class journal_file {
  public:
   struct options {

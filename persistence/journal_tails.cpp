@@ -42,11 +42,6 @@ std::vector<core::frame_ptr> journal_tails::tail(const slot& s) const {
   return s.events;
 }
 
-std::size_t journal_tails::size(const slot& s) const {
-  std::lock_guard lock(mutex_);
-  return s.events.size();
-}
-
 void journal_tails::forget(std::string_view session_id) {
   std::lock_guard lock(mutex_);
   if (auto it = tails_.find(session_id); it != tails_.end()) {

@@ -49,7 +49,6 @@ class journal_tails {
   // claim go; returns the tail's size after.
   std::size_t segmented(slot& s, std::int64_t through_id);
   std::vector<core::frame_ptr> tail(const slot& s) const;
-  std::size_t size(const slot& s) const;
   // The session was deleted: its entry (and any slot of it) goes.
   void forget(std::string_view session_id);
 

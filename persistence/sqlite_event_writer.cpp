@@ -41,10 +41,13 @@ sqlite_event_writer::~sqlite_event_writer() { stop(); }
 void sqlite_event_writer::stop() {
   {
     std::lock_guard lock(mutex_);
-    stopped_ = true;
+    if (std::exchange(stopped_, true)) return;
   }
   // Its last cycle writes what is pending and settles it.
   journal_thread_.stop();
+  // A batch that came between the last cycle and the thread's end was not written: it
+  // hears so (as later batches do), and its channel's run ends as the process does.
+  journal_cycle_failed(std::make_exception_ptr(core::store_error("storage is shutting down")));
   // A clean stop leaves the database whole where it can: every tail with no segment on its
   // way becomes one now (the store's writer commits it before it stops). Whatever stays
   // journal-only is folded at the next start.
@@ -58,10 +61,17 @@ void sqlite_event_writer::stop() {
   submit_due_segments(due);
 }
 
-std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(const std::string& session_id) {
+std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(const std::string& session_id,
+                                                                               const std::string& thread_id) {
   std::lock_guard lock(mutex_);
   auto& s = sessions_[session_id];
-  if (!s) s = std::make_shared<session_state>(*this, session_id, tails_.open(session_id));
+  // Another incarnation's state (its deletion not heard of yet) is not this one's.
+  if (s && s->thread_id != thread_id && !s->thread_id.empty() && !thread_id.empty()) {
+    s->forgotten = true;
+    s.reset();
+    tails_.forget(session_id);
+  }
+  if (!s) s = std::make_shared<session_state>(*this, session_id, thread_id, tails_.open(session_id));
   return s;
 }
 
@@ -80,8 +90,11 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
     s.retention = b.retention;
     if (!s.executor) s.executor = b.executor;  // the channel's strand: the same for every batch
     // A run's end, or a batch as big as a segment (a run at full speed): one segment row
-    // with the tail. Anything else: the journal, without waiting for any segment.
-    if (b.ends_run || b.events.size() >= opts_.batch_segment_frames) {
+    // with the tail. So is any batch of a tail at its bound (segments that cannot be
+    // written, a writer held up): the run then waits for the store, as before the
+    // journal, instead of memory and the journal's files growing. Anything else: the
+    // journal, without waiting for any segment.
+    if (b.ends_run || b.events.size() >= opts_.batch_segment_frames || s.tail_size >= 2 * opts_.segment_frames) {
       if (s.segment_in_flight)
         s.waiting = std::move(b);
       else
@@ -148,7 +161,8 @@ void sqlite_event_writer::on_timer(const std::weak_ptr<session_state>& session, 
     if (!s || s->forgotten || s->timer_generation != generation || s->tail_size == 0) return;
     s->segment_due = true;
     s->segment_held = false;
-    // Idle: write the tail now; otherwise the segment in flight's completion does.
+    // Idle: write the tail now; otherwise the segment in flight's completion arms the
+    // next age for what it left.
     segment_if_due(*s);
     due = std::exchange(submit_due_, std::nullopt);
   }
@@ -159,29 +173,27 @@ void sqlite_event_writer::on_timer(const std::weak_ptr<session_state>& session, 
 
 void sqlite_event_writer::journal_cycle() {
   std::vector<journal_request> taken;
-  std::vector<std::string> forgotten;
   {
     std::lock_guard lock(mutex_);
     taken.swap(journal_pending_);
-    forgotten.swap(forgotten_pending_);
     journal_notified_ = false;
   }
-  if (!taken.empty() || !forgotten.empty()) {
+  if (!taken.empty()) {
     std::uint64_t seq = 0;
     std::exception_ptr error;
     try {
-      std::vector<core::event_batch_record> records;
-      records.reserve(taken.size() + forgotten.size());
+      // Each entry names its session's incarnation: the start-up fold gives no session
+      // the events of an earlier one with its id.
+      std::vector<journal_entry> entries;
+      entries.reserve(taken.size());
       const auto now = core::now_ms();
       for (const auto& r : taken)
-        records.push_back(
-            {r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), now});
-      // A deleted session's note comes after every batch it had (nothing of it is taken
-      // once it is forgotten): the fold forgets what came before the note.
-      for (auto& id : forgotten) records.push_back({std::move(id), 0, 0, {}, now});
-      std::vector<const core::event_batch_record*> rows;
-      rows.reserve(records.size());
-      for (const auto& r : records) rows.push_back(&r);
+        entries.push_back(
+            {{r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), now},
+             r.session->thread_id});
+      std::vector<const journal_entry*> rows;
+      rows.reserve(entries.size());
+      for (const auto& e : entries) rows.push_back(&e);
       seq = journal_.append(encode_journal_entries(rows));
     } catch (...) {
       error = std::current_exception();
@@ -222,6 +234,16 @@ void sqlite_event_writer::settle_journal(journal_request& r, std::uint64_t seq, 
     arm_timer(r.session);
   }
   segment_if_due(s);
+}
+
+void sqlite_event_writer::journal_cycle_failed(std::exception_ptr error) {
+  std::vector<journal_request> stranded;
+  {
+    std::lock_guard lock(mutex_);
+    stranded.swap(journal_pending_);
+    for (auto& r : stranded) r.session->journal_in_flight = false;
+  }
+  for (auto& r : stranded) post_outcome(r.b.done, r.work, error);
 }
 
 // --- the store's writer ---
@@ -312,6 +334,7 @@ void sqlite_event_writer::settle_segment(segment_request& r, std::exception_ptr 
     // drop them. What joined the tail meanwhile stays, and starts an age of its own.
     if (!r.tail.empty()) s.tail_size = tails_.segmented(*s.tail, r.tail.back()->id);
     s.segment_due = false;
+    s.segment_held = false;
     if (s.tail_size > 0 && !r.tail.empty()) arm_timer(r.session);
   } else if (r.b.events.empty()) {
     // A tail segment was refused: try again after another age, not at once (a persistent
@@ -328,7 +351,6 @@ void sqlite_event_writer::settle_segment(segment_request& r, std::exception_ptr 
 }
 
 void sqlite_event_writer::forget(std::string_view session_id) {
-  bool notify = false;
   {
     std::lock_guard lock(mutex_);
     auto it = sessions_.find(std::string(session_id));
@@ -338,12 +360,9 @@ void sqlite_event_writer::forget(std::string_view session_id) {
       it->second->forgotten = true;
       sessions_.erase(it);
     }
+    // (Its journal records name its incarnation: the fold gives them to no later session.)
     tails_.forget(session_id);
-    // The journal notes it: its records of this session are not the next session's with this id.
-    forgotten_pending_.emplace_back(session_id);
-    notify = !std::exchange(journal_notified_, true);
   }
-  if (notify) journal_thread_.notify();
 }
 
 bool sqlite_event_writer::retire(std::string_view session_id) {

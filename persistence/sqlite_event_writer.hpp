@@ -20,9 +20,11 @@
 // A session has at most one segment on its way to the store; a segment batch that
 // comes while one is waits behind it (the channel sends nothing else meanwhile).
 //
-// A deleted session (forget) is noted in the journal too, so that the start-up fold
-// (sqlite_store::fold_journal) never gives its journaled events to a session made
-// again with its id.
+// Each journal entry names its session's incarnation (the thread id), so that the
+// start-up fold (sqlite_store::fold_journal) never gives a deleted session's journaled
+// events to a session made again with its id. A tail holds at most 2 × segment_frames
+// events: past that, batches go the segment way, and a store that cannot take them
+// holds the run back (the channel's watermark), not memory or disk.
 //
 // Thread-safety: open(), forget(), retire() and a session log's append() may be called from
 // any thread (one mutex, which every step below takes). A session's state is found
@@ -80,7 +82,7 @@ class sqlite_event_writer final : public core::event_log_writer {
   // which commits those segments.
   void stop();
 
-  std::shared_ptr<session_log> open(const std::string& session_id) override;
+  std::shared_ptr<session_log> open(const std::string& session_id, const std::string& thread_id) override;
   void forget(std::string_view session_id) override;
   // Only with no batch or segment on its way and an empty tail: journal-only events are
   // what a read of the session's last id does not see (it reads the newest segment).
@@ -105,12 +107,13 @@ class sqlite_event_writer final : public core::event_log_writer {
   };
   // Per opened session, until it is forgotten; its fields are guarded by mutex_.
   struct session_state final : session_log, std::enable_shared_from_this<session_state> {
-    session_state(sqlite_event_writer& w, std::string id, std::shared_ptr<journal_tails::slot> t)
-        : writer(w), session_id(std::move(id)), tail(std::move(t)) {}
+    session_state(sqlite_event_writer& w, std::string id, std::string thread, std::shared_ptr<journal_tails::slot> t)
+        : writer(w), session_id(std::move(id)), thread_id(std::move(thread)), tail(std::move(t)) {}
     void append(batch b) override { writer.append_to(*this, std::move(b)); }
 
     sqlite_event_writer& writer;
     const std::string session_id;
+    const std::string thread_id;  // the session's incarnation, in each journal entry
     const std::shared_ptr<journal_tails::slot> tail;
     std::size_t tail_size = 0;              // events in `tail` (the writer alone changes it)
     std::size_t segment_threshold = 0;      // this tail's size that asks for a segment (drawn when it starts)
@@ -133,6 +136,7 @@ class sqlite_event_writer final : public core::event_log_writer {
   // --- the journal thread ---
   void journal_cycle();
   void settle_journal(journal_request& r, std::uint64_t seq, std::exception_ptr error);  // mutex_ held
+  void journal_cycle_failed(std::exception_ptr error);  // what is pending hears `error` (after stop)
   // --- the store's writer and segment completions ---
   struct taken_segments {
     bool ran = false;
@@ -155,9 +159,8 @@ class sqlite_event_writer final : public core::event_log_writer {
   std::mutex mutex_;
   bool stopped_ = false;
   std::unordered_map<std::string, state_ptr> sessions_;  // opened, not forgotten
-  // The journal thread's next record: the batches and the deleted sessions' notes.
+  // The journal thread's next record.
   std::vector<journal_request> journal_pending_;
-  std::vector<std::string> forgotten_pending_;
   bool journal_notified_ = false;                        // the journal thread was told of what is pending
   std::chrono::steady_clock::time_point released_at_{};  // the journal thread's alone: its last release
   // The segments the store's next job takes when the writer runs it.

@@ -328,18 +328,26 @@ std::size_t sqlite_store::fold_journal(const std::filesystem::path& journal_dir)
     std::int64_t created_at_ms = 0;
   };
   std::map<std::string, journaled> sessions;
+  // Each session id's incarnation now (its thread id), or none: the session is gone. An
+  // entry of an earlier incarnation (deleted, then made again with the id) belongs to
+  // nobody.
+  std::map<std::string, std::optional<std::string>, std::less<>> current;
+  auto incarnation = [&](const std::string& session_id) -> const std::optional<std::string>& {
+    auto it = current.find(session_id);
+    if (it != current.end()) return it->second;
+    auto st = db_.prepare("SELECT thread_id FROM sessions WHERE id = ?");
+    st.bind(1, session_id);
+    return current.emplace(session_id, st.step() ? std::optional<std::string>(st.text(0)) : std::nullopt).first->second;
+  };
   std::size_t records = 0;
   auto absorb = [&](std::string_view entries) {
     ++records;
-    for (auto& b : decode_journal_entries(entries)) {
-      // A deleted session's note: what came before it is not a later session's with the id.
-      if (b.first_id == 0 && b.frames.empty()) {
-        sessions.erase(b.session_id);
-        continue;
-      }
-      auto& j = sessions[b.session_id];
-      j.created_at_ms = std::max(j.created_at_ms, b.created_at_ms);
-      for (auto& e : core::decode_log_frames(b.frames, b.first_id)) j.frames[e->id] = std::move(e);
+    for (auto& e : decode_journal_entries(entries)) {
+      const auto& now = incarnation(e.batch.session_id);
+      if (!now || (!e.thread_id.empty() && e.thread_id != *now)) continue;
+      auto& j = sessions[e.batch.session_id];
+      j.created_at_ms = std::max(j.created_at_ms, e.batch.created_at_ms);
+      for (auto& f : core::decode_log_frames(e.batch.frames, e.batch.first_id)) j.frames[f->id] = std::move(f);
     }
   };
   {
@@ -350,9 +358,6 @@ std::size_t sqlite_store::fold_journal(const std::filesystem::path& journal_dir)
   }
   journal_file::read(journal_dir, [&](std::uint64_t, std::string_view payload) { absorb(payload); });
   for (auto& [session, j] : sessions) {
-    auto exists = db_.prepare("SELECT 1 FROM sessions WHERE id = ?");
-    exists.bind(1, session);
-    if (!exists.step()) continue;  // deleted: its journaled events go with the journal
     std::int64_t through = 0;
     {
       auto newest = db_.prepare("SELECT last_id FROM event_batches WHERE session_id = ? ORDER BY first_id DESC LIMIT 1");

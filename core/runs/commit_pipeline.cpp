@@ -17,7 +17,7 @@ commit_pipeline::commit_pipeline(io_strand strand, std::string session_id, event
                                  std::int64_t committed_id)
     : strand_(std::move(strand)),
       session_id_(std::move(session_id)),
-      log_(log.open(session_id_)),
+      log_(log.open(session_id_, opts.thread_id)),
       opts_(opts),
       owner_(to),
       committed_id_(committed_id) {}

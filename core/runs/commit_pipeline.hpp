@@ -38,6 +38,7 @@ class commit_pipeline {
     // event's push to its release: the longest any of its events waited to be durable
     // (a deleted session's last batches, released unstored, are not). None: not measured.
     histogram* commit_wait = nullptr;
+    std::string thread_id = {};  // the session's incarnation (event_log_writer::open)
   };
   // The channel: hears each committed batch, and keeps itself alive for completions.
   class owner {

@@ -33,8 +33,8 @@ session_channel::session_channel(io_executor executor, std::string session_id, s
       opts_(opts),
       next_id_(last_event_id + 1),
       pipeline_(strand_, session_id_, services.log,
-                {opts.max_batch, opts.high_watermark, opts.retention, &services.stats.event_commit_wait_seconds}, *this,
-                last_event_id),
+                {opts.max_batch, opts.high_watermark, opts.retention, &services.stats.event_commit_wait_seconds, opts.thread_id},
+                *this, last_event_id),
       ring_(opts.ring_size),
       cursors_(*this, services.stats, opts.replay_page, opts.subscriber_backlog) {
   snapshot_last_id_.store(last_event_id);

@@ -38,7 +38,9 @@ class event_log_writer {
   };
 
   // One session's way in. Every open() of one session id returns the same state
-  // until forget() or retire().
+  // until forget() or retire(). `thread_id` names the session's incarnation (a session
+  // made again with its id has another): a store that keeps events apart from the
+  // session's rows tells them apart by it (empty: any).
   class session_log {
    public:
     virtual ~session_log() = default;
@@ -46,7 +48,7 @@ class event_log_writer {
   };
 
   virtual ~event_log_writer() = default;
-  virtual std::shared_ptr<session_log> open(const std::string& session_id) = 0;
+  virtual std::shared_ptr<session_log> open(const std::string& session_id, const std::string& thread_id) = 0;
   // The session was deleted: whatever is held for it goes (a log opened before appends
   // nothing more that lasts).
   virtual void forget(std::string_view session_id) = 0;

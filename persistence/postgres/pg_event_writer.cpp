@@ -24,7 +24,8 @@ core::event_batch_record row_of(const std::string& session_id, const core::event
 
 }  // namespace
 
-std::shared_ptr<core::event_log_writer::session_log> pg_event_writer::open(const std::string& session_id) {
+std::shared_ptr<core::event_log_writer::session_log> pg_event_writer::open(const std::string& session_id,
+                                                                           const std::string& /*thread_id*/) {
   std::lock_guard lock(mutex_);
   auto& s = sessions_[session_id];
   if (!s) s = std::make_shared<session_state>(*this, session_id);

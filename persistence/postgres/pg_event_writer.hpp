@@ -28,7 +28,8 @@ class pg_event_writer final : public core::event_log_writer {
  public:
   explicit pg_event_writer(core::store_executor& store) : store_(store) {}
 
-  std::shared_ptr<session_log> open(const std::string& session_id) override;
+  // (Every batch is a row of the session's, deleted with it: the thread id is not needed.)
+  std::shared_ptr<session_log> open(const std::string& session_id, const std::string& thread_id) override;
   void forget(std::string_view session_id) override;
   // Always: every committed batch is a row a read finds, and the channel that retires has
   // no batch in flight.

@@ -9,6 +9,7 @@
 #include "tests/support/gateway_process.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/session_fixtures.hpp"
+#include "tests/support/sse_reader.hpp"
 
 using namespace agw::test;
 using namespace agw::test::fixtures;
@@ -180,4 +181,23 @@ TEST_CASE("every io thread accepts; a second server on the port in use fails to 
   CHECK(second.status > 0);
   CHECK(second.output.find("Address already in use") != std::string::npos);
   for (int i = 0; i < 20; ++i) CHECK(http_call(gw.port(), "GET", "/readyz").status == 200);
+}
+
+TEST_CASE("a second server on the same database fails to start and leaves the first one's journal alone") {
+  gateway_process gw;
+  const std::string sid = runs::create_mock_session(gw.port(), R"({"tokens":400,"tokens_per_second":100})");
+  auto live = runs::start_message(gw.port(), sid, "keep journaling");
+  REQUIRE(live->head.status == 200);
+  REQUIRE(live->read_until([](const runs::sse_parser& p) { return p.count("token") >= 5; }, 5s));
+  auto second = run_gateway_command({}, {{"GATEWAY_DB_PATH", gw.db_path()}}, 10s);
+  CHECK_FALSE(second.timed_out);
+  CHECK(second.status > 0);
+  CHECK(second.output.find("in use by another gateway process") != std::string::npos);
+  // The first goes on, and its journal-only events are still there after a kill -9.
+  REQUIRE(live->read_until([](const runs::sse_parser& p) { return p.count("token") >= 20; }, 5s));
+  gw.kill9();
+  live->pump(100ms);
+  const std::int64_t seen = live->parser.last_id();
+  gw.start();
+  CHECK(runs::get_session(gw.port(), sid).at("last_event_id").as_int64() >= seen);
 }

@@ -116,8 +116,22 @@ TEST_CASE("journal_file: a failed append is cut off, so the records after it are
   REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
   std::signal(SIGXFSZ, previous);
   CHECK(fs::file_size(files_of(dir.path).front()) == size);  // nothing of it is left
-  CHECK(j.append("after") == 2);
-  CHECK(read_all(dir.path) == records{{1, "before"}, {2, "after"}});
+  // Its seq is used up: a gap, never a name or seq given twice.
+  CHECK(j.append("after") == 3);
+  CHECK(read_all(dir.path) == records{{1, "before"}, {3, "after"}});
+}
+
+TEST_CASE("journal_file: the directory's lock is held by one owner at a time") {
+  temp_dir dir;
+  {
+    agw::persistence::journal_dir_lock first(dir.path);
+    CHECK_THROWS_AS(agw::persistence::journal_dir_lock(dir.path), agw::core::store_error);
+    // The lock file is no journal file.
+    journal_file j(dir.path, {});
+    CHECK(j.append("x") == 1);
+  }
+  agw::persistence::journal_dir_lock again(dir.path);  // free once the first is gone
+  CHECK(read_all(dir.path) == records{{1, "x"}});
 }
 
 TEST_CASE("journal_file: remove_all leaves an empty directory; a new journal starts at seq 1") {

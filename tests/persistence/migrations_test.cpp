@@ -192,7 +192,8 @@ TEST_CASE("migrations: the journal loses AUTOINCREMENT and keeps its rows and it
         "DROP TABLE event_journal; CREATE TABLE event_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
         "entries BLOB NOT NULL, created_at INTEGER NOT NULL)");
     for (const auto& b : {agw::test::make_batch("s1", 1, 2), agw::test::make_batch("s1", 3, 3)}) {
-      const agw::core::event_batch_record* rows[] = {&b};
+      const agw::persistence::journal_entry entry{b, ""};  // that version's rows had no thread id
+      const agw::persistence::journal_entry* rows[] = {&entry};
       store->database()
           .prepare_uncached("INSERT INTO event_journal (entries, created_at) VALUES (?, 1)")
           .bind_blob(1, agw::persistence::encode_journal_entries(rows))

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,7 @@ using agw::persistence::sqlite_store;
 using agw::test::temp_db;
 
 const std::string sid = "s1";
+const std::string thread = "thread-s1";  // make_session's thread id: the session's incarnation
 
 frame_ptr token(std::int64_t id) {
   return std::make_shared<const agw::core::event_frame>(
@@ -99,7 +101,7 @@ struct fixture {
     b.retention = retention;
     b.executor = strand;
     b.done = [&outcome](std::exception_ptr e) { outcome = e; };
-    (log ? log : writer.open(sid))->append(std::move(b));
+    (log ? log : writer.open(sid, thread))->append(std::move(b));
   }
   // Appends and runs until the writer says it is durable.
   void append(std::vector<frame_ptr> events, bool ends_run = false, std::size_t retention = 0) {
@@ -126,11 +128,17 @@ struct fixture {
   std::vector<std::pair<std::int64_t, std::int64_t>> journaled() {
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
     journal_file::read(db.journal_dir(), [&](std::uint64_t, std::string_view payload) {
-      for (const auto& e : agw::persistence::decode_journal_entries(payload)) out.emplace_back(e.first_id, e.last_id);
+      for (const auto& e : agw::persistence::decode_journal_entries(payload)) out.emplace_back(e.batch.first_id, e.batch.last_id);
     });
     return out;
   }
   std::int64_t segment_rows() { return agw::test::count_rows(*reader, "event_batches", sid); }
+  // The journal's files on disk (read from the directory: the journal thread owns the object).
+  std::size_t journal_files() {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(db.journal_dir())) n += e.path().extension() == ".evj";
+    return n;
+  }
 
   temp_db db;
   journal_tails tails;
@@ -243,33 +251,58 @@ TEST_CASE("sqlite_event_writer: the journal's files go once every tail that need
   // A file per record: each append starts a new one.
   fixture fx({.segment_frames = 3, .segment_frames_min = 3, .segment_age = 0ms}, {.file_bytes = 1});
   for (std::int64_t id = 1; id <= 2; ++id) fx.append({token(id)});
-  CHECK(fx.journal.file_count() == 2);  // both still needed
+  CHECK(fx.journal_files() == 2);  // both still needed
   fx.append({token(3)});
   fx.run_until([&] { return fx.tails.size(sid) == 0; });
   // Released by the journal thread's next cycle: the file it writes stays.
   fx.append({token(4)});
-  CHECK(fx.journal.file_count() == 1);
+  fx.run_until([&] { return fx.journal_files() == 1; });
+  CHECK(fx.journal_files() == 1);
   CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 4}});
 }
 
-TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and no claim, and the journal notes it") {
+TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and no claim, and writes nothing more") {
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
-  const auto log = fx.writer.open(sid);  // the channel's, kept while it closes
+  const auto log = fx.writer.open(sid, thread);  // the channel's, kept while it closes
   fx.append({token(1)});
   fx.append({token(2)});
   REQUIRE(fx.tails.oldest_claim());
   fx.writer.forget(sid);
   CHECK_FALSE(fx.tails.oldest_claim());
   CHECK(fx.tails.size(sid) == 0);
-  // The note (an entry with no events) follows the session's records, for the fold.
-  fx.run_until([&] { return fx.journaled().size() == 3; });
-  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}, {0, 0}});
   // A batch after it is refused: nothing is written for a deleted session.
   std::optional<std::exception_ptr> outcome;
   fx.start({token(3)}, outcome, false, 0, log);
   fx.run_until([&] { return outcome.has_value(); });
   REQUIRE(outcome);
   CHECK(*outcome);
+  CHECK(fx.journaled().size() == 2);
+}
+
+TEST_CASE(
+    "sqlite_event_writer: journal entries name the session's incarnation; a session made again with the id gets none of the old "
+    "one's") {
+  fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  fx.append({token(1)});
+  fx.append({token(2)});
+  // Deleted and made again with the id (an AG-UI threadId, say) while 1..2 are journal-only.
+  fx.reader->delete_session(sid);
+  fx.writer.forget(sid);
+  auto again = agw::test::make_session(sid, 2000);
+  again.thread_id = "thread-s1-again";
+  fx.reader->insert_session(again);
+  std::optional<std::exception_ptr> outcome;
+  fx.start({token(1)}, outcome, false, 0, fx.writer.open(sid, again.thread_id));
+  fx.run_until([&] { return outcome.has_value(); });
+  REQUIRE(outcome);
+  CHECK(!*outcome);
+  // Even a deletion the writer never heard of: another incarnation's open starts afresh.
+  const auto third = fx.writer.open(sid, "thread-s1-third");
+  CHECK(third != fx.writer.open(sid, again.thread_id));
+  // What a start-up after a crash would make of the journal: the new session's event only.
+  CHECK(fx.reader->fold_journal(fx.db.journal_dir()) == 3);
+  CHECK(fx.readable() == std::vector<std::int64_t>{1});
+  CHECK(fx.reader->events_after(sid, 0, 10).front()->sse == token(1)->sse);
 }
 
 TEST_CASE("sqlite_event_writer: a refused tail segment is tried again after another age, not in a loop") {
@@ -278,7 +311,7 @@ TEST_CASE("sqlite_event_writer: a refused tail segment is tried again after anot
   // every segment of its tail is refused by the foreign key.
   fx.reader->delete_session(sid);
   const auto before = fx.store.batches_committed();
-  for (std::int64_t id = 1; id <= 6; ++id) fx.append({token(id)});  // the size threshold, passed again and again
+  for (std::int64_t id = 1; id <= 4; ++id) fx.append({token(id)});  // the size threshold, passed again and again
   fx.io.restart();
   fx.io.run_for(300ms);
   const auto attempts = fx.store.batches_committed() - before;
@@ -293,12 +326,12 @@ TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-
   // An idle channel's eviction (session_hub::evict_idle) asks retire: a new channel reads
   // the session's last id from its newest segment, which journal-only events are not in.
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
-  const auto first = fx.writer.open(sid);
+  const auto first = fx.writer.open(sid, thread);
   fx.append({token(1)});
   fx.append({token(2)});
   CHECK(fx.reader->find_session(sid)->last_event_id == 0);  // the tail is not what a read sees
   CHECK_FALSE(fx.writer.retire(sid));
-  CHECK(fx.writer.open(sid) == first);  // kept as it was
+  CHECK(fx.writer.open(sid, thread) == first);  // kept as it was
   // Asked, the writer segments the tail now rather than at its age (none here).
   fx.run_until([&] { return fx.tails.size(sid) == 0; });
   CHECK(fx.reader->find_session(sid)->last_event_id == 2);
@@ -306,23 +339,49 @@ TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-
   CHECK(fx.writer.retire(sid));  // nothing left: still true
 
   // The next open starts afresh and the log goes on where it was.
-  const auto again = fx.writer.open(sid);
+  const auto again = fx.writer.open(sid, thread);
   CHECK(again != first);
   fx.append({token(3)});
   fx.append({done(4)}, /*ends_run=*/true);
   CHECK(fx.readable() == range(1, 4));
 }
 
-TEST_CASE("sqlite_event_writer: a stopped writer writes what was pending and refuses what comes after") {
+TEST_CASE(
+    "sqlite_event_writer: a stopped writer writes what was pending, makes every tail a segment, and refuses what comes after") {
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  fx.append({token(1)});
   std::optional<std::exception_ptr> pending, late;
-  fx.start({token(1)}, pending);
+  fx.start({token(2)}, pending);
   fx.writer.stop();
-  fx.start({token(2)}, late);
-  fx.run_until([&] { return pending.has_value() && late.has_value(); });
+  fx.start({token(3)}, late);
+  fx.run_until([&] { return pending.has_value() && late.has_value() && fx.tails.size(sid) == 0; });
   REQUIRE(pending);
   CHECK(!*pending);
   REQUIRE(late);
   CHECK(*late);
-  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}});
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}});
+  // The database holds everything without the journal: a start-up folds nothing new.
+  CHECK(fx.segment_rows() == 1);
+  CHECK(fx.readable() == range(1, 2));
+  CHECK(fx.reader->find_session(sid)->last_event_id == 2);
+}
+
+TEST_CASE("sqlite_event_writer: a tail at its bound sends batches the segment way, so a held-up store holds the run back") {
+  fixture fx({.segment_frames = 2, .segment_frames_min = 2, .segment_age = 0ms});
+  writer_gate gate;
+  fx.store.async_write(gate.job(), [](std::exception_ptr) {});
+  gate.wait_entered();
+  for (std::int64_t id = 1; id <= 4; ++id) fx.append({token(id)});  // journaled up to 2 × segment_frames
+  CHECK(fx.tails.size(sid) == 4);
+  std::optional<std::exception_ptr> outcome;
+  fx.start({token(5)}, outcome);
+  fx.io.restart();
+  fx.io.run_for(100ms);
+  CHECK_FALSE(outcome.has_value());  // waits for the store, as before the journal
+  gate.release();
+  fx.run_until([&] { return outcome.has_value() && fx.tails.size(sid) == 0; });
+  REQUIRE(outcome);
+  CHECK(!*outcome);
+  CHECK(fx.readable() == range(1, 5));
+  CHECK(fx.journaled().size() == 4);  // 5 went straight to a segment
 }

@@ -50,12 +50,15 @@ std::unique_ptr<agw::persistence::sqlite_store> seeded(const temp_db& db) {
   return store;
 }
 
-// Journal records as sqlite_event_writer's journal thread writes them: one per append.
+// Journal records as sqlite_event_writer's journal thread writes them: one per append,
+// each entry with its session's incarnation (make_session's thread id unless given).
 struct journal_writer {
   explicit journal_writer(const temp_db& db) : file(db.journal_dir(), {}) {}
-  void append(const std::vector<agw::core::event_batch_record>& batches) {
-    std::vector<const agw::core::event_batch_record*> rows;
-    for (const auto& b : batches) rows.push_back(&b);
+  void append(const std::vector<agw::core::event_batch_record>& batches, const std::string& thread_id = {}) {
+    std::vector<agw::persistence::journal_entry> entries;
+    for (const auto& b : batches) entries.push_back({b, thread_id.empty() ? "thread-" + b.session_id : thread_id});
+    std::vector<const agw::persistence::journal_entry*> rows;
+    for (const auto& e : entries) rows.push_back(&e);
     file.append(agw::persistence::encode_journal_entries(rows));
   }
   agw::persistence::journal_file file;
@@ -247,19 +250,19 @@ TEST_CASE("sqlite_store_events: one journal record holds several sessions' batch
   CHECK(store->events_after("gone", 0, 100).empty());
 }
 
-TEST_CASE("sqlite_store_events: a deleted session's note keeps its journaled events from a session made again with its id") {
+TEST_CASE("sqlite_store_events: the fold gives a session none of the journaled events of an earlier one with its id") {
   temp_db db;
   auto store = db.open();
-  store->insert_session(make_session("s", 1));
+  store->insert_session(make_session("s", 1));  // thread-s
   {
     journal_writer j(db);
     j.append({make_batch("s", 1, 5)});  // the first session's, journal-only when it was deleted
     store->delete_session("s");
-    agw::core::event_batch_record note;  // what sqlite_event_writer::forget writes
-    note.session_id = "s";
-    j.append({make_batch("other", 1, 1), note});
-    store->insert_session(make_session("s", 2));  // made again with the id
-    j.append({make_batch("s", 1, 2)});
+    auto again = make_session("s", 2);
+    again.thread_id = "thread-s-again";
+    store->insert_session(again);  // made again with the id: another incarnation
+    j.append({make_batch("s", 1, 2)}, "thread-s-again");
+    j.append({make_batch("s", 6, 7)});  // the first session's, written late: still not this one's
   }
   CHECK(store->fold_journal(db.journal_dir()) == 3);
   CHECK(ids_of(store->events_after("s", 0, 100)) == range(1, 2));
@@ -271,8 +274,8 @@ TEST_CASE("sqlite_store_events: rows of the event_journal table an older version
   auto store = db.open();
   store->insert_session(make_session("s", 1));
   // The table held 1..3 (an older version's journal); the files, 4..4 written after.
-  const auto legacy = make_batch("s", 1, 3);
-  const agw::core::event_batch_record* rows[] = {&legacy};
+  const agw::persistence::journal_entry legacy{make_batch("s", 1, 3), ""};  // no thread id then
+  const agw::persistence::journal_entry* rows[] = {&legacy};
   store->database()
       .prepare_uncached("INSERT INTO event_journal (entries, created_at) VALUES (?, 1)")
       .bind_blob(1, agw::persistence::encode_journal_entries(rows))

@@ -53,7 +53,7 @@ TEST_CASE("fenced writer: a batch whose token lost the lease is fenced_out; the 
       outcome[session] = e;
       ++done;
     };
-    backend.backend().events.open(session)->append(std::move(b));
+    backend.backend().events.open(session, "")->append(std::move(b));
   };
   append("held", held->token);
   append("taken", old->token);

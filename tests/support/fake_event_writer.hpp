@@ -16,7 +16,9 @@ class fake_event_writer final : public core::event_log_writer {
  public:
   explicit fake_event_writer(core::store_executor& store) : store_(store) {}
 
-  std::shared_ptr<session_log> open(const std::string& session_id) override { return std::make_shared<log>(store_, session_id); }
+  std::shared_ptr<session_log> open(const std::string& session_id, const std::string&) override {
+    return std::make_shared<log>(store_, session_id);
+  }
   void forget(std::string_view session_id) override { forgotten.emplace_back(session_id); }
   bool retire(std::string_view) override { return true; }  // nothing held per session
 
