@@ -1,7 +1,5 @@
 #include "core/paced_worker.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include "core/thread_name.hpp"
 
 namespace agw::core {
@@ -40,13 +38,7 @@ void paced_worker::loop() {
       lock, ready_, [this] { return pending_; }, [this] { return stopping_; })) {
     pending_ = false;
     lock.unlock();
-    try {
-      job_();
-    } catch (const std::exception& e) {
-      // The job settles its own failures; what escapes it (memory) is logged, and the
-      // thread goes on for the next notify rather than end the process.
-      spdlog::error("{}: {}", name_, e.what());
-    }
+    job_();
     lock.lock();
   }
 }

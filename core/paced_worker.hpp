@@ -5,8 +5,9 @@
 // appender is one: each run writes every pending batch in one record.
 //
 // The job finds its work itself (the worker only knows that there is some) and settles
-// its own failures (an exception that escapes it is logged); notify() from inside the
-// job asks for another run.
+// its own failures; an exception that escapes it (memory) ends the process, as on any
+// thread of the server, rather than leave what the job had taken waiting for ever.
+// notify() from inside the job asks for another run.
 //
 // Thread-safety: notify() may be called from any thread and never blocks on the job;
 // it wakes the thread only when it may be asleep waiting for work. stop() (also run

@@ -12,6 +12,7 @@
 #include "core/events/log_codec.hpp"
 #include "core/time_format.hpp"
 #include "persistence/journal_codec.hpp"
+#include "persistence/sqlite_store.hpp"
 
 namespace agw::persistence {
 
@@ -312,6 +313,12 @@ void sqlite_event_writer::write_segment(core::store_connection& c, const segment
   std::vector<core::frame_ptr> events = r.tail;
   events.insert(events.end(), r.b.events.begin(), r.b.events.end());
   if (events.empty()) return;
+  // Only into its own session: deleted and made again with the id (its deletion not yet
+  // heard of here), the row is another incarnation's, whose log must not get these.
+  // This executor's connections are SQLite's (sqlite_backend builds them).
+  if (!r.session->thread_id.empty() &&
+      !static_cast<sqlite_store&>(c).session_has_thread(r.session->session_id, r.session->thread_id))
+    throw core::store_error("the session was deleted");
   c.append_events(
       {r.session->session_id, events.front()->id, events.back()->id, core::encode_log_frames(events), core::now_ms()});
   const auto keep = static_cast<std::int64_t>(r.b.retention);

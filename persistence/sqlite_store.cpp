@@ -320,6 +320,12 @@ void sqlite_store::append_events(const core::event_batch_record& b) {
       .run();
 }
 
+bool sqlite_store::session_has_thread(std::string_view id, std::string_view thread_id) {
+  auto st = db_.prepare("SELECT 1 FROM sessions WHERE id = ? AND thread_id = ?");
+  st.bind(1, id).bind(2, thread_id);
+  return st.step();
+}
+
 std::size_t sqlite_store::fold_journal(const std::filesystem::path& journal_dir) {
   // Every event the journal holds, by session and id: a batch retried after a failed
   // write may be there twice (same frames), and retries need not split alike.

@@ -111,6 +111,9 @@ class sqlite_store final : public core::store_connection {
     return local_leases_.request_run_abort(session_id, run_id);
   }
 
+  // Whether the session `id` exists and is the incarnation `thread_id` (its events'
+  // writer checks before a segment: a session made again with the id is another).
+  bool session_has_thread(std::string_view id, std::string_view thread_id);
   // Start-up: moves what only the event journal holds (its files in `journal_dir`, and
   // the rows of the event_journal table that versions before the journal files wrote)
   // into segments, and empties the table. The files are left for the caller to remove

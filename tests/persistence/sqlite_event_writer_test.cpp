@@ -305,6 +305,25 @@ TEST_CASE(
   CHECK(fx.reader->events_after(sid, 0, 10).front()->sse == token(1)->sse);
 }
 
+TEST_CASE("sqlite_event_writer: a deleted session's segment never lands in a session made again with its id") {
+  fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  const auto old_log = fx.writer.open(sid, thread);
+  fx.append({token(1)});
+  // Deleted, and made again with the id, before the writer hears of the deletion: the old
+  // run's end still comes.
+  fx.reader->delete_session(sid);
+  auto again = agw::test::make_session(sid, 2000);
+  again.thread_id = "thread-s1-again";
+  fx.reader->insert_session(again);
+  std::optional<std::exception_ptr> outcome;
+  fx.start({done(2)}, outcome, /*ends_run=*/true, 0, old_log);
+  fx.run_until([&] { return outcome.has_value(); });
+  REQUIRE(outcome);
+  CHECK(*outcome);  // refused: the row is another incarnation's
+  CHECK(fx.segment_rows() == 0);
+  CHECK(fx.reader->find_session(sid)->last_event_id == 0);
+}
+
 TEST_CASE("sqlite_event_writer: a refused tail segment is tried again after another age, not in a loop") {
   fixture fx({.segment_frames = 2, .segment_frames_min = 2, .segment_age = 100ms});
   // The session's rows go (a DELETE) before the hub tells the writer to forget it:
