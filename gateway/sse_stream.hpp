@@ -118,8 +118,10 @@ class basic_sse_stream final : public core::subscriber,
   std::string head_;                         // the header (and preamble) until written
   std::string encoded_;                      // the write's frames in opts_.encoder's encoding
   char chunk_size_[20];
+  // Deliveries posted, not yet taken. 32 bits, beside chunk_size_: it fits the padding
+  // there, so an idle stream's allocation stays in its size class.
+  std::atomic<std::uint32_t> takes_pending_{0};
   std::atomic<std::size_t> queued_{0};
-  std::atomic<std::size_t> takes_pending_{0};  // deliveries posted, not yet taken
   std::function<void()> drained_;              // the channel waits for the queue to be written
   std::int64_t last_sent_;
   core::steady_time last_write_;  // end of the last write (heartbeats count), on the wheel's clock

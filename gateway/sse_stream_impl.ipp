@@ -242,11 +242,14 @@ void basic_sse_stream<Stream>::write_more() {
     return;  // idle: the heartbeat wheel wakes it for heartbeats
   }
   writing_ = true;
-  // Usually the socket takes it all at once: then the write is done here, with no
-  // operation queued and no completion to run (a paced stream writes one event at a time).
+  // Usually the socket takes frames all at once: then the write is done here, with no
+  // operation queued and no completion to run (a paced stream writes one event at a
+  // time). The response head's write stays asynchronous: done here it left ~0.08 KiB
+  // more per idle subscription (measured with sseload idle; the order in which a new
+  // stream's and its connection's blocks are freed changed).
   boost::system::error_code ec;
-  const std::size_t taken = sse_detail::write_now(*socket_, pieces_, ec);
-  if (ec || taken == net::buffer_size(pieces_)) return on_written(ec);
+  const std::size_t taken = head_.empty() ? sse_detail::write_now(*socket_, pieces_, ec) : 0;
+  if (ec || (taken > 0 && taken == net::buffer_size(pieces_))) return on_written(ec);
   write_started_ = wheel_.now();
   // Rare: a write timeout shorter than the heartbeat needs an earlier wake.
   if (wake_at_ > write_started_ + opts_.write_timeout) wake_at(write_started_ + opts_.write_timeout);
