@@ -122,7 +122,7 @@ class basic_sse_stream final : public core::subscriber,
   // there, so an idle stream's allocation stays in its size class.
   std::atomic<std::uint32_t> takes_pending_{0};
   std::atomic<std::size_t> queued_{0};
-  std::function<void()> drained_;              // the channel waits for the queue to be written
+  std::function<void()> drained_;  // the channel waits for the queue to be written
   std::int64_t last_sent_;
   core::steady_time last_write_;  // end of the last write (heartbeats count), on the wheel's clock
   core::steady_time write_started_;
