@@ -3,19 +3,13 @@
 
 #include <doctest/doctest.h>
 
-#include "core/events/sse_format.hpp"
+#include "tests/support/store_rows.hpp"
 
 using agw::persistence::journal_tails;
 
 namespace {
 
-std::vector<agw::core::frame_ptr> tokens(std::int64_t first, std::int64_t last) {
-  std::vector<agw::core::frame_ptr> out;
-  for (auto id = first; id <= last; ++id)
-    out.push_back(std::make_shared<const agw::core::event_frame>(
-        agw::core::make_event_frame(id, agw::core::event_type::token, "run-1", {{"content", "t"}})));
-  return out;
-}
+auto tokens(std::int64_t first, std::int64_t last) { return agw::test::make_token_frames(first, last); }
 
 }  // namespace
 

@@ -18,13 +18,7 @@ namespace pg = agw::persistence::pg;
 
 namespace {
 
-std::vector<agw::core::frame_ptr> frames(std::int64_t first, std::int64_t last) {
-  std::vector<agw::core::frame_ptr> out;
-  for (auto id = first; id <= last; ++id)
-    out.push_back(std::make_shared<const agw::core::event_frame>(
-        agw::core::make_event_frame(id, agw::core::event_type::token, "run-1", {{"content", "t"}})));
-  return out;
-}
+auto frames(std::int64_t first, std::int64_t last) { return make_token_frames(first, last); }
 
 }  // namespace
 

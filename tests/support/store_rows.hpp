@@ -34,6 +34,15 @@ inline core::message_record make_message(const std::string& session_id, const st
   return m;
 }
 
+// Token frames first..last of run-1, each with the content "t".
+inline std::vector<core::frame_ptr> make_token_frames(std::int64_t first, std::int64_t last) {
+  std::vector<core::frame_ptr> out;
+  for (auto id = first; id <= last; ++id)
+    out.push_back(std::make_shared<const core::event_frame>(
+        core::make_event_frame(id, core::event_type::token, "run-1", {{"content", "t"}})));
+  return out;
+}
+
 // The frames first..last of a session, as the channel would write them in one batch.
 inline core::event_batch_record make_batch(const std::string& session_id, std::int64_t first, std::int64_t last) {
   core::event_batch_record b;
