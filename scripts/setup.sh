@@ -7,6 +7,7 @@ packages=(
   g++ cmake make
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev libspdlog-dev doctest-dev libssl-dev
+  zlib1g-dev  # the event journal's record checksum (zlib's CRC-32, docs/architecture.md "Dependencies")
   libjemalloc-dev pkgconf  # the server's allocator (docs/architecture.md, "Dependencies")
   curl
   clang-format  # the format check (scripts/check_format.sh, ctest `format`)
