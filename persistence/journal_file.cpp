@@ -90,7 +90,24 @@ std::string read_whole(const fs::path& path) {
 
 }  // namespace
 
-fs::path journal_dir_for(const std::string& db_path) { return fs::path(db_path + "-events"); }
+fs::path journal_dir_for(const std::string& db_path) {
+  // Named after the database file itself, symbolic links and relative parts resolved (as
+  // SQLite names its -wal), so that every spelling of one database finds one journal and
+  // one lock. weakly_canonical: the database need not exist yet.
+  std::error_code ec;
+  auto resolved = fs::weakly_canonical(fs::absolute(db_path), ec);
+  if (ec) return fs::path(db_path + "-events");
+  // A link to a database not made yet (weakly_canonical keeps a dangling last link):
+  // follow it to where SQLite will make the file. Bounded like the kernel's lookups.
+  for (int hops = 0; hops < 40 && fs::is_symlink(resolved, ec); ++hops) {
+    auto target = fs::read_symlink(resolved, ec);
+    if (ec) break;
+    resolved = fs::weakly_canonical(resolved.parent_path() / target, ec);  // an absolute target replaces the parent
+    if (ec) return fs::path(db_path + "-events");
+  }
+  resolved += "-events";
+  return resolved;
+}
 
 journal_file::journal_file(fs::path dir, options opts) : dir_(std::move(dir)), opts_(opts) {
   std::error_code ec;

@@ -29,7 +29,9 @@
 
 namespace agw::persistence {
 
-// Where the journal of the database at `db_path` lives.
+// Where the journal of the database at `db_path` lives: `<db>-events` beside the
+// database file, the path resolved (symbolic links, `..`) so that two spellings of one
+// database name one journal directory.
 std::filesystem::path journal_dir_for(const std::string& db_path);
 
 // The journal directory's owner for the life of a serving process: an exclusive

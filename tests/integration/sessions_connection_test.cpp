@@ -3,6 +3,7 @@
 // keep-alive / pipelining work.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -193,6 +194,16 @@ TEST_CASE("a second server on the same database fails to start and leaves the fi
   CHECK_FALSE(second.timed_out);
   CHECK(second.status > 0);
   CHECK(second.output.find("in use by another gateway process") != std::string::npos);
+  // The same database by another name (a link to its file, as SQLite follows) is the same
+  // database: its journal directory, and so its lock, are named after the file linked to.
+  const std::filesystem::path db(gw.db_path());
+  const auto alias = db.parent_path() / "alias.db";
+  std::filesystem::create_symlink(db, alias);
+  auto third = run_gateway_command({}, {{"GATEWAY_DB_PATH", alias.string()}}, 10s);
+  std::filesystem::remove(alias);
+  CHECK_FALSE(third.timed_out);
+  CHECK(third.status > 0);
+  CHECK(third.output.find("in use by another gateway process") != std::string::npos);
   // The first goes on, and its journal-only events are still there after a kill -9.
   REQUIRE(live->read_until([](const runs::sse_parser& p) { return p.count("token") >= 20; }, 5s));
   gw.kill9();

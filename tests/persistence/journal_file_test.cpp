@@ -134,6 +134,28 @@ TEST_CASE("journal_file: the directory's lock is held by one owner at a time") {
   CHECK(read_all(dir.path) == records{{1, "x"}});
 }
 
+TEST_CASE("journal_file: every spelling of one database names one journal directory, and so one lock") {
+  temp_dir dir;
+  fs::create_directories(dir.path / "data");
+  fs::create_directory_symlink(dir.path / "data", dir.path / "link");
+  fs::create_symlink(dir.path / "data" / "gw.db", dir.path / "data" / "alias.db");  // dangling: no database yet
+  const auto direct = agw::persistence::journal_dir_for((dir.path / "data" / "gw.db").string());
+  CHECK(direct == fs::weakly_canonical(dir.path) / "data" / "gw.db-events");
+  CHECK(agw::persistence::journal_dir_for((dir.path / "link" / "gw.db").string()) == direct);
+  CHECK(agw::persistence::journal_dir_for((dir.path / "link" / ".." / "data" / "gw.db").string()) == direct);
+  CHECK(agw::persistence::journal_dir_for((dir.path / "data" / "alias.db").string()) == direct);
+  // A relative path names the same directory as its absolute spelling.
+  const auto here = fs::current_path();
+  fs::current_path(dir.path / "link");
+  const auto relative = agw::persistence::journal_dir_for("gw.db");
+  fs::current_path(here);
+  CHECK(relative == direct);
+
+  agw::persistence::journal_dir_lock first(direct);
+  CHECK_THROWS_AS(agw::persistence::journal_dir_lock(agw::persistence::journal_dir_for((dir.path / "link" / "gw.db").string())),
+                  agw::core::store_error);
+}
+
 TEST_CASE("journal_file: remove_all leaves an empty directory; a new journal starts at seq 1") {
   temp_dir dir;
   {
