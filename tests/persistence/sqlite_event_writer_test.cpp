@@ -341,6 +341,35 @@ TEST_CASE("sqlite_event_writer: a refused tail segment is tried again after anot
   CHECK_FALSE(fx.tails.oldest_claim());
 }
 
+TEST_CASE("sqlite_event_writer: a refused tail segment holds the size threshold back only until a segment goes through") {
+  // An age far beyond the test: every segment below is asked for by size or by a run's end.
+  fixture fx({.segment_frames = 2, .segment_frames_min = 2, .segment_age = 30s});
+  fx.reader->delete_session(sid);  // refused by the foreign key, for now
+  fx.append({token(1)});
+  fx.append({token(2)});  // the size threshold: a segment, refused
+  fx.run_until([&] { return fx.store.batches_committed() > 0; });
+  fx.append({token(3)});  // past the threshold, but held back: no segment asked for again
+  fx.io.restart();
+  fx.io.run_for(50ms);
+  CHECK(fx.tails.size(sid) == 3);
+  CHECK(fx.segment_rows() == 0);
+
+  // The session's row is back (the same incarnation): the run's end takes the tail with it,
+  // and that segment going through lifts the hold.
+  fx.reader->insert_session(agw::test::make_session(sid, 1000));
+  fx.append({done(4)}, /*ends_run=*/true);
+  CHECK(fx.tails.size(sid) == 0);
+  CHECK(fx.readable() == range(1, 4));
+
+  // So the next tail is a segment at its size again, not at its age (30 s away).
+  fx.append({token(5)});
+  fx.append({token(6)});
+  fx.run_until([&] { return fx.tails.size(sid) == 0; });
+  CHECK(fx.tails.size(sid) == 0);
+  CHECK(fx.segment_rows() == 2);
+  CHECK(fx.readable() == range(1, 6));
+}
+
 TEST_CASE("sqlite_event_writer: retire keeps a session whose events are journal-only, hurries their segment, then lets it go") {
   // An idle channel's eviction (session_hub::evict_idle) asks retire: a new channel reads
   // the session's last id from its newest segment, which journal-only events are not in.
