@@ -33,6 +33,9 @@ struct settings {
   std::string node_id;
   std::chrono::duration<double> run_lease{10.0};
   unsigned io_threads = 0;  // 0: one per core
+  // The store writer's and the WAL checkpointer's nice value above the process's
+  // (core/thread_priority.hpp); 0 leaves them at the io threads' priority.
+  int store_writer_nice = 10;
   std::string log_level = "info";
   log_format log_format_kind = log_format::text;
 

@@ -229,6 +229,10 @@ const std::vector<option>& options() {
                                &settings::run_lease, 0.3));
     t.push_back(
         integer_option<unsigned>("io-threads", "io threads; 0 = one per core (default 0)", &settings::io_threads, 0, 256));
+    t.push_back(integer_option<int>("store-writer-nice",
+                                    "nice levels the store's writer and WAL checkpointer run below the io threads, 0-19 "
+                                    "(default 10)",
+                                    &settings::store_writer_nice, 0, 19));
     t.push_back({"log-level", "trace|debug|info|warn|error|critical|off (default info)",
                  [](settings& s, std::string_view v) -> std::string {
                    for (auto level : {"trace", "debug", "info", "warn", "error", "critical", "off"})

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/thread_name.hpp"
+#include "core/thread_priority.hpp"
 
 namespace agw::core {
 
@@ -12,6 +13,7 @@ store_executor::store_executor(connection_factory make_connection, options opts)
   for (std::size_t i = 0; i < opts_.readers; ++i) connections_.push_back(make_connection(connection_role::reader));
   threads_.emplace_back([this] {
     name_this_thread("agw-writer");
+    if (!lower_this_thread_priority(opts_.writer_nice)) spdlog::warn("the store writer's priority could not be lowered");
     writer_loop(*connections_[0]);
   });
   for (std::size_t i = 1; i < connections_.size(); ++i)

@@ -54,6 +54,9 @@ class store_executor {
     // Under load, commits are at least this far apart (jobs wait up to this long
     // to share a commit); an idle writer commits a new job at once.
     std::chrono::microseconds min_commit_interval{1000};
+    // The writer thread's nice value above the process's (core/thread_priority.hpp): its
+    // commits yield a busy core to the threads a streamed token waits on.
+    int writer_nice = 0;
   };
 
   store_executor(connection_factory make_connection, options opts);

@@ -50,7 +50,7 @@ int serve_on_postgres(const agw::core::settings& config, const agw::core::clock&
       spdlog::warn("start-up repair: {} interrupted runs closed, {} projections rebuilt ({} sessions checked)",
                    report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
   }
-  agw::persistence::pg::pg_backend storage(config.pg_url, config.node_id);
+  agw::persistence::pg::pg_backend storage(config.pg_url, config.node_id, config.store_writer_nice);
   // GATEWAY_REDIS_URL: the live fan-out between the nodes (docs/scale-out.md); it outlives
   // the server, which starts and stops it.
   std::unique_ptr<agw::persistence::redis::redis_fanout> fanout;
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
             "checked)",
             folded, report.runs_interrupted, report.projections_rebuilt, report.sessions_checked);
     }
-    agw::persistence::sqlite_backend storage(config.db_path, {.segment_age = config.event_segment_age});
+    agw::persistence::sqlite_backend storage(config.db_path, {.segment_age = config.event_segment_age}, config.store_writer_nice);
     agw::gateway::server server(config, storage.backend(), clock);
     // However run() ends (an exception too), every queued write is committed before the
     // server goes: job completions land in its (stopped) io_context, destroyed with it

@@ -23,11 +23,12 @@ std::size_t prepare_database(sqlite_store& store, const std::filesystem::path& j
   return folded;
 }
 
-sqlite_backend::sqlite_backend(const std::string& db_path, sqlite_event_writer::options events)
+sqlite_backend::sqlite_backend(const std::string& db_path, sqlite_event_writer::options events, int background_nice)
     // Checkpoints run on their own thread, never inside a commit (wal_checkpointer.hpp).
-    : checkpointer_(db_path, std::chrono::milliseconds(200)), journal_(journal_dir_for(db_path), {}) {
+    : checkpointer_(db_path, std::chrono::milliseconds(200), background_nice), journal_(journal_dir_for(db_path), {}) {
   using role = core::store_executor::connection_role;
   core::store_executor::options opts;
+  opts.writer_nice = background_nice;
   auto connect = [this, db_path](role r) {
     sqlite_database::options db;
     db.auto_checkpoint = false;

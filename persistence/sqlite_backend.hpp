@@ -29,7 +29,9 @@ std::size_t prepare_database(sqlite_store& store, const std::filesystem::path& j
 
 class sqlite_backend {
  public:
-  sqlite_backend(const std::string& db_path, sqlite_event_writer::options events);
+  // `background_nice`: the nice value, above the process's, of the store's writer and the
+  // WAL checkpointer (GATEWAY_STORE_WRITER_NICE; core/thread_priority.hpp).
+  sqlite_backend(const std::string& db_path, sqlite_event_writer::options events, int background_nice = 0);
   ~sqlite_backend();
   sqlite_backend(const sqlite_backend&) = delete;
   sqlite_backend& operator=(const sqlite_backend&) = delete;

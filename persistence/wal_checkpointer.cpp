@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/thread_name.hpp"
+#include "core/thread_priority.hpp"
 #include "persistence/sqlite_database.hpp"
 
 namespace agw::persistence {
@@ -14,8 +15,8 @@ constexpr int restart_wal_frames = 16384;
 constexpr int large_wal_frames = 65536;  // 256 MiB: worth a warning
 }  // namespace
 
-wal_checkpointer::wal_checkpointer(const std::string& db_path, std::chrono::milliseconds interval)
-    : interval_(interval), thread_([this, db_path] { loop(db_path); }) {}
+wal_checkpointer::wal_checkpointer(const std::string& db_path, std::chrono::milliseconds interval, int nice)
+    : interval_(interval), nice_(nice), thread_([this, db_path] { loop(db_path); }) {}
 
 wal_checkpointer::~wal_checkpointer() {
   {
@@ -28,6 +29,7 @@ wal_checkpointer::~wal_checkpointer() {
 
 void wal_checkpointer::loop(const std::string& db_path) {
   core::name_this_thread("agw-checkpoint");
+  if (!core::lower_this_thread_priority(nice_)) spdlog::warn("the WAL checkpointer's priority could not be lowered");
   try {
     sqlite_database db(db_path);
     std::unique_lock lock(mutex_);

@@ -20,7 +20,8 @@ namespace agw::persistence {
 
 class wal_checkpointer {
  public:
-  wal_checkpointer(const std::string& db_path, std::chrono::milliseconds interval);
+  // `nice`: the thread's nice value above the process's (core/thread_priority.hpp).
+  wal_checkpointer(const std::string& db_path, std::chrono::milliseconds interval, int nice = 0);
   ~wal_checkpointer();
   wal_checkpointer(const wal_checkpointer&) = delete;
   wal_checkpointer& operator=(const wal_checkpointer&) = delete;
@@ -29,6 +30,7 @@ class wal_checkpointer {
   void loop(const std::string& db_path);
 
   std::chrono::milliseconds interval_;
+  int nice_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

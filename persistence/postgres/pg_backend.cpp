@@ -6,8 +6,9 @@ namespace agw::persistence::pg {
 
 void prepare_database(pg_store& store) { migrate(store.db()); }
 
-pg_backend::pg_backend(const std::string& url, const std::string& node_id) {
+pg_backend::pg_backend(const std::string& url, const std::string& node_id, int writer_nice) {
   core::store_executor::options opts;
+  opts.writer_nice = writer_nice;
   // A commit is a network round trip and a WAL flush on the server: readers run
   // replays and lookups meanwhile, on connections of their own.
   opts.readers = 4;

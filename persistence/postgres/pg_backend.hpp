@@ -23,8 +23,9 @@ void prepare_database(pg_store& store);
 
 class pg_backend {
  public:
-  // `node_id`: this node's name on its webhook claims (pg_store).
-  explicit pg_backend(const std::string& url, const std::string& node_id = "");
+  // `node_id`: this node's name on its webhook claims (pg_store). `writer_nice`: the store
+  // writer's nice value above the process's (GATEWAY_STORE_WRITER_NICE).
+  explicit pg_backend(const std::string& url, const std::string& node_id = "", int writer_nice = 0);
   ~pg_backend();
   pg_backend(const pg_backend&) = delete;
   pg_backend& operator=(const pg_backend&) = delete;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_priority.hpp"
 #include "tests/support/fake_store.hpp"
 
 namespace {
@@ -146,6 +147,22 @@ TEST_CASE("store_executor: write and read results reach the caller's executor") 
   CHECK(read_ids == std::vector<std::string>{"m7", "m8"});
   CHECK(ex.jobs_committed() == 2);
   CHECK(ex.rejected() == 0);
+}
+
+TEST_CASE("store_executor: the writer runs writer_nice levels below the thread that made it; readers are left alone") {
+  fake_db db;
+  net::io_context io;
+  const int base = agw::core::this_thread_nice();
+  store_executor ex(db.factory(), {.readers = 1, .writer_nice = 5});
+  outcome writer, reader;
+  ex.async_write([](store_connection&) { return agw::core::this_thread_nice(); }, record(io, writer));
+  ex.async_read([](store_connection&) { return agw::core::this_thread_nice(); }, record(io, reader));
+  io.run();
+  REQUIRE(writer.called);
+  REQUIRE(reader.called);
+  CHECK(writer.value == std::min(base + 5, 19));
+  CHECK(reader.value == base);
+  CHECK(agw::core::this_thread_nice() == base);  // the caller's own thread is untouched
 }
 
 TEST_CASE("store_executor: jobs queued behind a slow job share few commits (group commit)") {

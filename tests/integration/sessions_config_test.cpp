@@ -4,12 +4,39 @@
 // so a value that is wrongly accepted fails the test instead of hanging it.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
 #include "tests/support/gateway_process.hpp"
 #include "tests/support/session_fixtures.hpp"
 
 using namespace agw::test;
 using namespace agw::test::fixtures;
 using namespace std::chrono_literals;
+
+namespace {
+
+// Each of a process's threads by name, with its nice value (/proc/PID/task/TID/stat:
+// field 19, counted after the name's closing parenthesis as field 3).
+std::multimap<std::string, int> thread_nices(pid_t pid) {
+  std::multimap<std::string, int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream comm(task.path() / "comm"), stat(task.path() / "stat");
+    std::string name, line;
+    std::getline(comm, name);
+    std::getline(stat, line);
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+    }
+    out.emplace(name, std::stoi(field));
+  }
+  return out;
+}
+
+}  // namespace
 
 TEST_CASE("a bad setting stops start-up with a message naming it") {
   struct config_case {
@@ -36,6 +63,8 @@ TEST_CASE("a bad setting stops start-up with a message naming it") {
       {{}, {{"GATEWAY_WEBHOOK_RETRY_SCHEDULE", "1,-2"}}, "GATEWAY_WEBHOOK_RETRY_SCHEDULE"},
       {{}, {{"GATEWAY_DRAIN_TIMEOUT", "soon"}}, "GATEWAY_DRAIN_TIMEOUT"},
       {{}, {{"GATEWAY_HEADER_TIMEOUT", "-0.5"}}, "GATEWAY_HEADER_TIMEOUT"},
+      {{}, {{"GATEWAY_STORE_WRITER_NICE", "20"}}, "GATEWAY_STORE_WRITER_NICE"},
+      {{}, {{"GATEWAY_STORE_WRITER_NICE", "-5"}}, "GATEWAY_STORE_WRITER_NICE"},
       {{"--bogus"}, {}, "--bogus"},
       {{"--bogus=1"}, {}, "--bogus"},
       {{"--port=abc"}, {}, "--port"},
@@ -95,4 +124,24 @@ TEST_CASE("valid settings start the server and take effect") {
   auto big = http_call(gw.port(), "POST", "/sessions", R"({"title":")" + std::string(2000, 'x') + R"("})");
   check_error(big, 413, "payload_too_large");
   CHECK(http_call(gw.port(), "POST", "/sessions", R"({"title":"small"})").status == 201);
+}
+
+TEST_CASE("the store's writer and the WAL checkpointer run GATEWAY_STORE_WRITER_NICE levels below the io threads") {
+  for (const auto& [setting, expected] : std::vector<std::pair<std::string, int>>{{"", 10}, {"3", 3}, {"0", 0}}) {
+    INFO("GATEWAY_STORE_WRITER_NICE=" << (setting.empty() ? "(default)" : setting));
+    gateway_process::env_map env;
+    if (!setting.empty()) env["GATEWAY_STORE_WRITER_NICE"] = setting;
+    gateway_process gw(env);
+    REQUIRE(http_call(gw.port(), "GET", "/healthz").status == 200);
+    const auto nices = thread_nices(gw.pid());
+    const int base = nices.find("agw-journal")->second;  // the process's own level
+    for (const char* background : {"agw-writer", "agw-checkpoint"}) {
+      INFO(background);
+      REQUIRE(nices.count(background) == 1);
+      CHECK(nices.find(background)->second == std::min(base + expected, 19));
+    }
+    // What a streamed token waits on stays at the process's level.
+    for (const auto& [name, nice] : nices)
+      if (name.starts_with("agw-io") || name.starts_with("agw-reader")) CHECK(nice == base);
+  }
 }
