@@ -16,7 +16,7 @@ constexpr int large_wal_frames = 65536;  // 256 MiB: worth a warning
 }  // namespace
 
 wal_checkpointer::wal_checkpointer(const std::string& db_path, std::chrono::milliseconds interval, int nice)
-    : interval_(interval), nice_(nice), thread_([this, db_path] { loop(db_path); }) {}
+    : interval_(interval), thread_([this, db_path, nice] { loop(db_path, nice); }) {}
 
 wal_checkpointer::~wal_checkpointer() {
   {
@@ -27,9 +27,9 @@ wal_checkpointer::~wal_checkpointer() {
   thread_.join();
 }
 
-void wal_checkpointer::loop(const std::string& db_path) {
+void wal_checkpointer::loop(const std::string& db_path, int nice) {
   core::name_this_thread("agw-checkpoint");
-  if (!core::lower_this_thread_priority(nice_)) spdlog::warn("the WAL checkpointer's priority could not be lowered");
+  if (!core::lower_this_thread_priority(nice)) spdlog::warn("the WAL checkpointer's priority could not be lowered");
   try {
     sqlite_database db(db_path);
     std::unique_lock lock(mutex_);

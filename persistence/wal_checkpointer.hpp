@@ -27,10 +27,9 @@ class wal_checkpointer {
   wal_checkpointer& operator=(const wal_checkpointer&) = delete;
 
  private:
-  void loop(const std::string& db_path);
+  void loop(const std::string& db_path, int nice);
 
   std::chrono::milliseconds interval_;
-  int nice_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
