@@ -1,12 +1,15 @@
 #include "core/runs/subscriber_cursors.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace agw::core {
 
 void subscriber_cursors::add(std::shared_ptr<subscriber> sub, std::int64_t after_id,
                              std::function<void(const replay_info&)> on_replay) {
+  if (!slot_of_.try_emplace(sub.get(), cursors_.size()).second)
+    throw std::logic_error("subscriber_cursors::add: the subscriber is already here");
   auto c = std::make_shared<cursor>();
   c->sub = std::move(sub);
   c->last_sent = after_id;
@@ -23,12 +26,18 @@ void subscriber_cursors::forget(const cursor& c) {
 }
 
 void subscriber_cursors::remove(const subscriber* sub) {
-  std::erase_if(cursors_, [this, sub](const cursor_ptr& c) {
-    if (c->sub.get() != sub) return false;
-    forget(*c);
-    c->gone = true;
-    return true;
-  });
+  const auto found = slot_of_.find(sub);
+  if (found == slot_of_.end()) return;
+  const std::size_t slot = found->second;
+  slot_of_.erase(found);
+  const cursor_ptr leaving = std::move(cursors_[slot]);
+  if (slot + 1 != cursors_.size()) {
+    cursors_[slot] = std::move(cursors_.back());
+    slot_of_[cursors_[slot]->sub.get()] = slot;
+  }
+  cursors_.pop_back();
+  forget(*leaving);
+  leaving->gone = true;
 }
 
 void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames, bool skip_seen) {
@@ -77,6 +86,7 @@ void subscriber_cursors::resync() {
 void subscriber_cursors::close_all() {
   auto all = std::move(cursors_);
   cursors_.clear();
+  slot_of_.clear();
   for (auto& c : all) {
     forget(*c);
     c->gone = true;

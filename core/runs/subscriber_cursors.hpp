@@ -17,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/events/event_buffer.hpp"
@@ -56,7 +57,8 @@ class subscriber_cursors {
       : source_(src), stats_(stats), page_(page), backlog_bound_(backlog_bound) {}
 
   // Hands `sub` every event after `after_id`, then live ones. `on_replay` hears what
-  // the replay holds before its first frame.
+  // the replay holds before its first frame. A subscriber is added at most once
+  // (std::logic_error otherwise) until it is removed.
   void add(std::shared_ptr<subscriber> sub, std::int64_t after_id, std::function<void(const replay_info&)> on_replay);
   void remove(const subscriber* sub);
   // A committed batch, to every live subscriber. `skip_seen`: the batch was committed by
@@ -98,7 +100,12 @@ class subscriber_cursors {
   metrics& stats_;
   std::size_t page_;           // events per page handed to one catching up
   std::size_t backlog_bound_;  // untaken frames past which a live subscriber catches up instead
+  // The cursors in delivery order (which carries no meaning), and where each
+  // subscriber's is: a leaving one takes the last one's place, so that a session
+  // followed by thousands lets them go in O(1) each, not O(n) (10,000 closing at
+  // once were 5 x 10^7 moves on the channel's strand).
   std::vector<cursor_ptr> cursors_;
+  std::unordered_map<const subscriber*, std::size_t> slot_of_;
 };
 
 }  // namespace agw::core

@@ -437,6 +437,48 @@ TEST_CASE("session_channel: unsubscribe stops delivery") {
   CHECK(fx.channel->subscriber_count() == 1);
 }
 
+TEST_CASE("session_channel: subscribers leaving from the front, middle and end leave the others' deliveries whole") {
+  // A leaving cursor takes the last one's place (subscriber_cursors): the one moved must
+  // be found there when it leaves in turn, and a second unsubscribe is a no-op.
+  fixture fx;
+  std::vector<std::shared_ptr<recorder>> subs;
+  for (int i = 0; i < 6; ++i) subs.push_back(fx.subscribe(0));
+  fx.publish_one_by_one(1);
+  fx.on_strand([&] {
+    fx.channel->unsubscribe(subs[0].get());  // the front: the last (5) moves into its place
+    fx.channel->unsubscribe(subs[2].get());  // the middle: 4 moves
+    fx.channel->unsubscribe(subs[0].get());  // again: nothing
+  });
+  fx.publish_one_by_one(1);
+  fx.on_strand([&] {
+    fx.channel->unsubscribe(subs[5].get());  // the one moved first, from where it was moved to
+    fx.channel->unsubscribe(subs[3].get());  // now the last
+  });
+  fx.publish_one_by_one(1);
+  CHECK(fx.channel->subscriber_count() == 2);
+  CHECK(subs[0]->ids == range(1, 1));
+  CHECK(subs[2]->ids == range(1, 1));
+  CHECK(subs[5]->ids == range(1, 2));
+  CHECK(subs[3]->ids == range(1, 2));
+  CHECK(subs[1]->ids == range(1, 3));
+  CHECK(subs[4]->ids == range(1, 3));
+  // A subscriber that left may come back; one still here cannot be added twice.
+  fx.on_strand([&] { fx.channel->subscribe(subs[0], 3, {}); });
+  fx.publish_one_by_one(1);
+  CHECK(subs[0]->ids == std::vector<std::int64_t>{1, 4});
+  bool refused = false;
+  fx.on_strand([&] {
+    try {
+      fx.channel->subscribe(subs[1], 4, {});
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+  });
+  fx.run();
+  CHECK(refused);
+  CHECK(fx.channel->subscriber_count() == 3);
+}
+
 namespace {
 
 struct wait_result {
