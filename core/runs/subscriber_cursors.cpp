@@ -8,13 +8,18 @@ namespace agw::core {
 
 void subscriber_cursors::add(std::shared_ptr<subscriber> sub, std::int64_t after_id,
                              std::function<void(const replay_info&)> on_replay) {
-  if (!slot_of_.try_emplace(sub.get(), cursors_.size()).second)
-    throw std::logic_error("subscriber_cursors::add: the subscriber is already here");
+  if (slot_of_.contains(sub.get())) throw std::logic_error("subscriber_cursors::add: the subscriber is already here");
   auto c = std::make_shared<cursor>();
   c->sub = std::move(sub);
   c->last_sent = after_id;
   c->on_replay = std::move(on_replay);
   cursors_.push_back(c);
+  try {
+    slot_of_.emplace(c->sub.get(), cursors_.size() - 1);
+  } catch (...) {
+    cursors_.pop_back();  // the list and its index stay in step
+    throw;
+  }
   stats_.subscribers_open++;
   stats_.subscribers_catching_up++;  // until catch_up finds it level with the log
   catch_up(c);
