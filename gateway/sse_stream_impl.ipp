@@ -10,7 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -82,13 +82,21 @@ peer_state peek_peer(Stream& stream) {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? peer_state::nothing : peer_state::gone;
 }
 
+// A chunk's size line ("1a2\r\n") into `out` (20 bytes hold any size_t); its length.
+// Once per write on the token path: std::to_chars, not snprintf's format parsing.
+inline std::size_t chunk_size_line(char (&out)[20], std::size_t size) {
+  const auto end = std::to_chars(out, out + sizeof out - 2, size, 16).ptr;
+  end[0] = '\r';
+  end[1] = '\n';
+  return static_cast<std::size_t>(end + 2 - out);
+}
+
 // The heartbeat as it goes on the wire, made once: one chunk, or (HTTP/1.0) the bare line.
 inline std::string_view heartbeat_bytes(bool chunked) {
   static const std::string bare(core::heartbeat_line());
   static const std::string framed = [] {
     char size[20];
-    const int n = std::snprintf(size, sizeof size, "%zx\r\n", bare.size());
-    return std::string(size, static_cast<std::size_t>(n)) + bare + crlf;
+    return std::string(size, chunk_size_line(size, bare.size())) + bare + crlf;
   }();
   return chunked ? framed : bare;
 }
@@ -163,8 +171,7 @@ void basic_sse_stream<Stream>::start(Stream socket, std::string head, std::strin
   // The preamble is the body's first chunk, sent with the header in one write.
   if (!preamble.empty()) {
     if (chunked_) {
-      const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", preamble.size());
-      head_.append(chunk_size_, static_cast<std::size_t>(n));
+      head_.append(chunk_size_, sse_detail::chunk_size_line(chunk_size_, preamble.size()));
     }
     head_ += preamble;
     if (chunked_) head_ += sse_detail::crlf;
@@ -307,9 +314,8 @@ void basic_sse_stream<Stream>::frame_body(std::size_t body_from) {
   std::size_t body = 0;
   for (std::size_t i = body_from; i < pieces_.size(); ++i) body += pieces_[i].size();
   if (chunked_ && body > 0) {
-    const int n = std::snprintf(chunk_size_, sizeof chunk_size_, "%zx\r\n", body);
     pieces_.insert(pieces_.begin() + static_cast<std::ptrdiff_t>(body_from),
-                   net::buffer(chunk_size_, static_cast<std::size_t>(n)));
+                   net::buffer(chunk_size_, sse_detail::chunk_size_line(chunk_size_, body)));
     pieces_.push_back(net::buffer(sse_detail::crlf, 2));
   }
   // The last chunk ends the response cleanly; the connection may then be reused.
