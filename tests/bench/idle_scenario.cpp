@@ -14,6 +14,9 @@
 // of one core and per heartbeat received; every stream must still be open at the
 // end and have heard at least one heartbeat in the window.
 //
+// Teardown: at the end every client closes at once; the server CPU until its
+// gateway_sse_streams_open gauge reads 0, per subscription (printed, not a row).
+//
 // File descriptors: the bench raises its RLIMIT_NOFILE soft limit to the hard
 // limit before it forks the server, so the server (set before exec) has it too;
 // both are printed. When not all N open, the number that did is reported.
@@ -167,6 +170,30 @@ std::string describe_idle_scenario(const bench_options& options) {
   return buf;
 }
 
+// Every client closes at once: the server CPU until its stream gauge reads 0 (each
+// stream noticing its peer left, leaving its session's subscribers, closing its socket).
+// With --sessions 1 all of them leave one session's subscriber list.
+void report_teardown(sse_fleet& fleet, bench_target& target, std::size_t opened) {
+  const auto cpu_before = target.server_cpu_seconds();
+  const auto start = fleet_clock::now();
+  fleet.close_all();
+  std::optional<double> open = metric_value(target.port, "gateway_sse_streams_open");
+  while (open && *open > 0 && fleet_clock::now() - start < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    open = metric_value(target.port, "gateway_sse_streams_open");
+  }
+  const double took_s = std::chrono::duration<double>(fleet_clock::now() - start).count();
+  const auto cpu_after = target.server_cpu_seconds();
+  std::optional<double> cpu;
+  if (cpu_before && cpu_after) cpu = *cpu_after - *cpu_before;
+  std::optional<double> per_sub;
+  if (cpu && opened > 0) per_sub = *cpu * 1e6 / static_cast<double>(opened);
+  std::printf("  closing all %zu: the server's streams gauge read %s after %.2f s; server cpu %s s = %s us per subscription\n",
+              opened, format_optional(open, "%.0f").c_str(), took_s, format_optional(cpu, "%.3f").c_str(),
+              format_optional(per_sub, "%.1f").c_str());
+  std::fflush(stdout);
+}
+
 void run_idle_scenario(const bench_options& options, bench_target& target, report& out) {
   auto results = std::make_shared<idle_results>();
   out.set_table([results](std::FILE* f) { print_tables(f, *results); });
@@ -301,7 +328,7 @@ void run_idle_scenario(const bench_options& options, bench_target& target, repor
     out.add_quietly(m);
     results->windows.push_back(w);
   }
-  fleet.close_all();
+  report_teardown(fleet, target, setup.opened);
 }
 
 }  // namespace agw::bench
