@@ -99,6 +99,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
 
   // Sends every event after `after_id` (ring or log) and then live events.
   // on_replay is called (on the strand) once the replay is known, before its frames.
+  // A subscriber joins once until it leaves (std::logic_error otherwise).
   void subscribe(std::shared_ptr<subscriber> sub, std::int64_t after_id,
                  std::function<void(const replay_info&)> on_replay = nullptr);
   void unsubscribe(const subscriber* sub);

@@ -2,12 +2,35 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace agw::core {
 
+namespace {
+
+// Marks the list as being walked: a subscriber called from the walk must not join or
+// leave synchronously (subscriber.hpp), since a leaving cursor takes another's place.
+class walking_list {
+ public:
+  explicit walking_list(bool& flag) : flag_(flag) { flag_ = true; }
+  ~walking_list() { flag_ = false; }
+  walking_list(const walking_list&) = delete;
+  walking_list& operator=(const walking_list&) = delete;
+
+ private:
+  bool& flag_;
+};
+
+}  // namespace
+
+void subscriber_cursors::check_not_walking(const char* what) const {
+  if (walking_) throw std::logic_error(std::string("subscriber_cursors::") + what + " from a subscriber called during a walk");
+}
+
 void subscriber_cursors::add(std::shared_ptr<subscriber> sub, std::int64_t after_id,
                              std::function<void(const replay_info&)> on_replay) {
+  check_not_walking("add");
   if (slot_of_.contains(sub.get())) throw std::logic_error("subscriber_cursors::add: the subscriber is already here");
   auto c = std::make_shared<cursor>();
   c->sub = std::move(sub);
@@ -31,6 +54,7 @@ void subscriber_cursors::forget(const cursor& c) {
 }
 
 void subscriber_cursors::remove(const subscriber* sub) {
+  check_not_walking("remove");
   const auto found = slot_of_.find(sub);
   if (found == slot_of_.end()) return;
   const std::size_t slot = found->second;
@@ -47,6 +71,7 @@ void subscriber_cursors::remove(const subscriber* sub) {
 
 void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames, bool skip_seen) {
   // No copy of the list: deliver() never calls back into the channel (subscriber.hpp).
+  const walking_list walk(walking_);
   frame_batch group;
   for (const auto& c : cursors_) {
     if (!c->live) continue;
@@ -79,6 +104,7 @@ void subscriber_cursors::deliver(const std::vector<frame_ptr>& frames, bool skip
 
 void subscriber_cursors::resync() {
   const std::int64_t committed = source_.committed_id();
+  const walking_list walk(walking_);
   for (const auto& c : cursors_) {
     if (!c->live || c->last_sent >= committed) continue;
     // As if it had fallen behind: pages from the log until it is level again.
@@ -101,6 +127,7 @@ void subscriber_cursors::close_all() {
 
 void subscriber_cursors::drain_all() {
   // Subscribers that finish with their run stay subscribed and end by themselves.
+  const walking_list walk(walking_);
   for (auto& c : cursors_) c->sub->close(subscriber::close_reason::draining);
 }
 

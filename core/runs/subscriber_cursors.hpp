@@ -95,6 +95,8 @@ class subscriber_cursors {
   void cut(const cursor_ptr& c);
   // Takes a leaving cursor out of the subscriber gauges.
   void forget(const cursor& c);
+  // Throws std::logic_error while the list is being walked (walking_).
+  void check_not_walking(const char* what) const;
 
   source& source_;
   metrics& stats_;
@@ -106,6 +108,9 @@ class subscriber_cursors {
   // once were 5 x 10^7 moves on the channel's strand).
   std::vector<cursor_ptr> cursors_;
   std::unordered_map<const subscriber*, std::size_t> slot_of_;
+  // Set while deliver(), resync() or drain_all() walk cursors_: add() and remove() then
+  // throw std::logic_error instead of moving cursors under the walk.
+  bool walking_ = false;
 };
 
 }  // namespace agw::core

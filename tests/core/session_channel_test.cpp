@@ -445,14 +445,14 @@ TEST_CASE("session_channel: subscribers leaving from the front, middle and end l
   for (int i = 0; i < 6; ++i) subs.push_back(fx.subscribe(0));
   fx.publish_one_by_one(1);
   fx.on_strand([&] {
-    fx.channel->unsubscribe(subs[0].get());  // the front: the last (5) moves into its place
-    fx.channel->unsubscribe(subs[2].get());  // the middle: 4 moves
+    fx.channel->unsubscribe(subs[0].get());  // the front: the last (5) moves in: 5 1 2 3 4
+    fx.channel->unsubscribe(subs[2].get());  // the middle: 4 moves in: 5 1 4 3
     fx.channel->unsubscribe(subs[0].get());  // again: nothing
   });
   fx.publish_one_by_one(1);
   fx.on_strand([&] {
-    fx.channel->unsubscribe(subs[5].get());  // the one moved first, from where it was moved to
-    fx.channel->unsubscribe(subs[3].get());  // now the last
+    fx.channel->unsubscribe(subs[3].get());  // the last: nothing moves: 5 1 4
+    fx.channel->unsubscribe(subs[5].get());  // the one moved first, from the front: 4 1
   });
   fx.publish_one_by_one(1);
   CHECK(fx.channel->subscriber_count() == 2);
@@ -477,6 +477,45 @@ TEST_CASE("session_channel: subscribers leaving from the front, middle and end l
   fx.run();
   CHECK(refused);
   CHECK(fx.channel->subscriber_count() == 3);
+}
+
+namespace {
+
+// Breaks subscriber.hpp's rule: leaves its channel from inside deliver().
+class leaves_while_delivered final : public subscriber {
+ public:
+  explicit leaves_while_delivered(session_channel& channel) : channel_(channel) {}
+  void deliver(const frame_batch&) override {
+    try {
+      channel_.unsubscribe(this);
+    } catch (const std::logic_error&) {
+      ++refused;
+    }
+  }
+  void close(close_reason) override {}
+  int refused = 0;
+
+ private:
+  session_channel& channel_;
+};
+
+}  // namespace
+
+TEST_CASE("session_channel: a subscriber that leaves from inside a delivery is refused, and the walk goes on whole") {
+  fixture fx;
+  auto before = fx.subscribe(0);
+  auto rogue = std::make_shared<leaves_while_delivered>(*fx.channel);
+  fx.on_strand([&] { fx.channel->subscribe(rogue, 0, {}); });
+  auto after = fx.subscribe(0);
+  fx.publish_one_by_one(2);
+  CHECK(rogue->refused == 2);
+  CHECK(before->ids == range(1, 2));
+  CHECK(after->ids == range(1, 2));
+  CHECK(fx.channel->subscriber_count() == 3);
+  // Outside a walk, leaving works.
+  fx.on_strand([&] { fx.channel->unsubscribe(rogue.get()); });
+  fx.run();
+  CHECK(fx.channel->subscriber_count() == 2);
 }
 
 namespace {
