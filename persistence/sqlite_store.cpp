@@ -82,6 +82,10 @@ void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
 void sqlite_store::rollback_batch() {
   if (!sqlite3_get_autocommit(db_.handle())) db_.prepare("ROLLBACK").run();
 }
+void sqlite_store::begin_read() { db_.prepare("BEGIN").run(); }
+void sqlite_store::end_read() {
+  if (!sqlite3_get_autocommit(db_.handle())) db_.prepare("COMMIT").run();
+}
 void sqlite_store::savepoint() { db_.prepare("SAVEPOINT job").run(); }
 void sqlite_store::release_savepoint() { db_.prepare("RELEASE job").run(); }
 void sqlite_store::rollback_to_savepoint() { db_.prepare("ROLLBACK TO job").run(); }

@@ -29,6 +29,9 @@ class sqlite_store final : public core::store_connection {
   void release_savepoint() override;
   void rollback_to_savepoint() override;
   bool batch_open() override { return !sqlite3_get_autocommit(db_.handle()); }
+  // A deferred transaction: its snapshot is taken at the job's first read and held to its end.
+  void begin_read() override;
+  void end_read() override;
 
   void insert_session(const core::session_record& s) override;
   std::optional<core::session_record> find_session(std::string_view id) override;
