@@ -162,15 +162,9 @@ void store_executor::reader_loop(store_connection& c) {
     }
     std::exception_ptr error;
     try {
-      c.begin_read();
       j.run(c);
     } catch (...) {
       error = std::current_exception();
-    }
-    try {
-      c.end_read();
-    } catch (...) {
-      if (!error) error = std::current_exception();
     }
     j.finish(error);
   }

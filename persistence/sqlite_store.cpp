@@ -82,10 +82,18 @@ void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
 void sqlite_store::rollback_batch() {
   if (!sqlite3_get_autocommit(db_.handle())) db_.prepare("ROLLBACK").run();
 }
-void sqlite_store::begin_read() { db_.prepare("BEGIN").run(); }
-void sqlite_store::end_read() {
-  if (!sqlite3_get_autocommit(db_.handle())) db_.prepare("COMMIT").run();
+sqlite_store::read_snapshot::read_snapshot(sqlite_store& store)
+    : db_(store.db_), own_(sqlite3_get_autocommit(store.db_.handle()) != 0) {
+  if (own_) db_.exec("BEGIN");
 }
+
+sqlite_store::read_snapshot::~read_snapshot() {
+  if (!own_ || sqlite3_get_autocommit(db_.handle())) return;
+  // A read transaction: COMMIT and ROLLBACK both just end it; never left open.
+  if (sqlite3_exec(db_.handle(), "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
 void sqlite_store::savepoint() { db_.prepare("SAVEPOINT job").run(); }
 void sqlite_store::release_savepoint() { db_.prepare("RELEASE job").run(); }
 void sqlite_store::rollback_to_savepoint() { db_.prepare("ROLLBACK TO job").run(); }
@@ -577,6 +585,9 @@ void sqlite_store::insert_session_notice(const core::webhook_delivery_record& d)
 }
 
 std::vector<core::webhook_delivery_record> sqlite_store::list_webhook_deliveries(std::string_view session_id) {
+  // The deliveries and their attempts as of one commit: an attempt is recorded with its
+  // delivery's new state in one transaction, and a listing must not show half of it.
+  const read_snapshot snapshot(*this);
   std::vector<core::webhook_delivery_record> out;
   {
     auto st = db_.prepare("SELECT " AGW_DELIVERY_COLUMNS

@@ -29,9 +29,23 @@ class sqlite_store final : public core::store_connection {
   void release_savepoint() override;
   void rollback_to_savepoint() override;
   bool batch_open() override { return !sqlite3_get_autocommit(db_.handle()); }
-  // A deferred transaction: its snapshot is taken at the job's first read and held to its end.
-  void begin_read() override;
-  void end_read() override;
+
+  // One snapshot for a read of several statements (rows, then their children): a read
+  // transaction of its own while it lives, when none is open. In autocommit each
+  // statement would see the newest commit, and a listing could mix two. Not for reads
+  // that merge the journal's in-memory tails (events_after, oldest_event_id): they read
+  // the tail before the database, which a snapshot taken earlier would undo.
+  class read_snapshot {
+   public:
+    explicit read_snapshot(sqlite_store& store);
+    ~read_snapshot();
+    read_snapshot(const read_snapshot&) = delete;
+    read_snapshot& operator=(const read_snapshot&) = delete;
+
+   private:
+    sqlite_database& db_;
+    bool own_;  // opened here (not inside a batch)
+  };
 
   void insert_session(const core::session_record& s) override;
   std::optional<core::session_record> find_session(std::string_view id) override;

@@ -42,12 +42,6 @@ class store_connection : public session_catalog,
   virtual void rollback_to_savepoint() = 0;
   // Whether a batch transaction is open (a store may end one by itself on some errors).
   virtual bool batch_open() = 0;
-  // Around each read job (the executor calls both, end_read() also when the job threw):
-  // a store whose statements would each see their own snapshot opens one read
-  // transaction, so that a job reading rows and then their children (a delivery and its
-  // attempts) never mixes two commits. Default: nothing.
-  virtual void begin_read() {}
-  virtual void end_read() {}
 };
 
 }  // namespace agw::core

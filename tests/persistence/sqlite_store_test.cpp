@@ -163,36 +163,34 @@ TEST_CASE("sqlite_store: update_session") {
   CHECK_FALSE(store->find_session("nope"));
 }
 
-TEST_CASE("sqlite_store: a read job's statements see one snapshot, whatever commits meanwhile") {
-  // A listing reads rows and then their children in separate statements: between them
-  // another connection may commit. Inside begin_read()/end_read() (the executor wraps
-  // every read job) the job still sees the state it started from.
+TEST_CASE("sqlite_store: a read_snapshot's statements see one commit, whatever commits meanwhile") {
+  // list_webhook_deliveries reads rows and then their children in separate statements;
+  // another connection may commit between them. Inside a read_snapshot the reader still
+  // sees the state it started from.
   temp_db db;
   auto reader = db.open();
   auto writer = db.open();
   auto s = make_session("s1", 1);
   s.title = "before";
   writer->insert_session(s);
-
-  reader->begin_read();
-  REQUIRE(reader->find_session("s1"));
-  CHECK(reader->find_session("s1")->title == "before");
-  s.title = "after";
-  writer->begin_batch();
-  CHECK(writer->update_session(s));
-  writer->commit_batch();
-  CHECK(reader->find_session("s1")->title == "before");
-  reader->end_read();
+  {
+    const sqlite_store::read_snapshot snapshot(*reader);
+    CHECK(reader->find_session("s1")->title == "before");
+    s.title = "after";
+    writer->begin_batch();
+    CHECK(writer->update_session(s));
+    writer->commit_batch();
+    CHECK(reader->find_session("s1")->title == "before");
+  }
+  CHECK_FALSE(reader->batch_open());
   CHECK(reader->find_session("s1")->title == "after");
-  // Outside a read transaction each statement sees the newest commit.
-  s.title = "last";
+  // Inside a batch it opens nothing and ends nothing: the batch's transaction stays.
   writer->begin_batch();
-  CHECK(writer->update_session(s));
+  { const sqlite_store::read_snapshot inside(*writer); }
+  CHECK(writer->batch_open());
   writer->commit_batch();
-  CHECK(reader->find_session("s1")->title == "last");
-  // end_read() without a statement run (a job that read nothing) is harmless.
-  reader->begin_read();
-  reader->end_read();
+  // One that read nothing ends harmlessly.
+  { const sqlite_store::read_snapshot idle(*reader); }
   CHECK_FALSE(reader->batch_open());
 }
 
