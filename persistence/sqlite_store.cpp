@@ -82,6 +82,7 @@ void sqlite_store::commit_batch() { db_.prepare("COMMIT").run(); }
 void sqlite_store::rollback_batch() {
   if (!sqlite3_get_autocommit(db_.handle())) db_.prepare("ROLLBACK").run();
 }
+
 sqlite_store::read_snapshot::read_snapshot(sqlite_store& store)
     : db_(store.db_), own_(sqlite3_get_autocommit(store.db_.handle()) != 0) {
   if (own_) db_.exec("BEGIN");
@@ -170,6 +171,9 @@ core::session_page sqlite_store::list_sessions(const core::session_filter& f) {
     return n;
   };
   core::session_page page;
+  // The total and the page from one commit: a session made or deleted between them would
+  // otherwise show in one and not the other.
+  const read_snapshot snapshot(*this);
   {
     auto st = db_.prepare_uncached("SELECT COUNT(*) FROM sessions s" + where);
     bind_filters(st);

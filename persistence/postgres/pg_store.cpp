@@ -84,6 +84,26 @@ bool pg_store::batch_open() {
   return s == PQTRANS_INTRANS || s == PQTRANS_INERROR || s == PQTRANS_ACTIVE;
 }
 
+pg_store::read_snapshot::read_snapshot(pg_store& store) : db_(store.db_), own_(store.db_.transaction_status() == PQTRANS_IDLE) {
+  // Read-only under REPEATABLE READ: one snapshot for every statement, and never a
+  // serialization failure (only writing transactions get those).
+  if (own_) db_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+pg_store::read_snapshot::~read_snapshot() {
+  if (!own_ || db_.transaction_status() == PQTRANS_IDLE) return;
+  // A failed statement left the transaction aborted: COMMIT then rolls it back. A lost
+  // connection fails both, and has no transaction left to end.
+  try {
+    db_.exec("COMMIT");
+  } catch (...) {
+    try {
+      db_.exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+}
+
 // --- sessions ---
 
 void pg_store::write_labels(const core::session_record& s, bool fresh) {
@@ -157,6 +177,9 @@ core::session_page pg_store::list_sessions(const core::session_filter& f) {
     where += " AND EXISTS (SELECT 1 FROM session_label_index x WHERE x.label = " + next() + " AND x.session_id = s.id)";
   }
   core::session_page page;
+  // The total and the page from one commit: a session made or deleted between them would
+  // otherwise show in one and not the other.
+  const read_snapshot snapshot(*this);
   page.total = db_.run_once("SELECT count(*) FROM sessions s" + where, p).int64(0, 0);
   p.add(f.limit);
   const auto limit = next();

@@ -30,6 +30,24 @@ class pg_store final : public core::store_connection {
   void rollback_to_savepoint() override;
   bool batch_open() override;
 
+  // One snapshot for a read of several statements (rows, then their children; a count,
+  // then its page): a REPEATABLE READ READ ONLY transaction of its own while it lives,
+  // when none is open. Under READ COMMITTED each statement sees the newest commit (any
+  // node's), and a listing could mix two. Inside a batch (a write job) it opens nothing:
+  // a transaction's isolation is set at its start. Ended by COMMIT (ROLLBACK if that
+  // fails), so the connection is never left in a transaction.
+  class read_snapshot {
+   public:
+    explicit read_snapshot(pg_store& store);
+    ~read_snapshot();
+    read_snapshot(const read_snapshot&) = delete;
+    read_snapshot& operator=(const read_snapshot&) = delete;
+
+   private:
+    connection& db_;
+    bool own_;  // opened here (not inside a batch)
+  };
+
   void insert_session(const core::session_record& s) override;
   std::optional<core::session_record> find_session(std::string_view id) override;
   core::session_page list_sessions(const core::session_filter& filter) override;

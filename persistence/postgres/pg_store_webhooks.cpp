@@ -58,6 +58,9 @@ void pg_store::insert_session_notice(const core::webhook_delivery_record& d) {
 }
 
 std::vector<core::webhook_delivery_record> pg_store::list_webhook_deliveries(std::string_view session_id) {
+  // The deliveries and their attempts as of one commit: an attempt is recorded with its
+  // delivery's new state in one transaction, and a listing must not show half of it.
+  const read_snapshot snapshot(*this);
   std::vector<core::webhook_delivery_record> out;
   auto r = db_.run("SELECT " AGW_PG_DELIVERY_COLUMNS " FROM webhook_deliveries WHERE session_id = $1 ORDER BY created_at, seq",
                    params().add(session_id));
