@@ -1,7 +1,8 @@
 // A stream never reads its socket for data, but it watches it: a client that closes a
 // quiet stream is let go at once (its subscription and gauge with it), not at the next
-// heartbeat that fails. Bytes a client sends behind a run's stream are not taken for a
-// close: they wait for the stream's end and are answered on the same connection.
+// heartbeat that fails; one that closes while a write to it is stalled is let go at
+// once too, not at the write timeout. Bytes a client sends behind a run's stream are not
+// taken for a close: they wait for the stream's end and are answered on the same connection.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -42,6 +43,47 @@ TEST_CASE("streams: a follower that closes a quiet stream is let go at once, not
     const auto& body = followers[i]->parser.body;
     CHECK(body.substr(body.find("id: ")) == run->parser.body.substr(run->parser.body.find("id: ")));
   }
+}
+
+TEST_CASE("streams: a follower that leaves while a write to it is stalled is let go at once, not at the write timeout") {
+  // A minute of write timeout and of heartbeat: only the failed write (or the watch) can
+  // notice this close within the test.
+  gateway_process gw(gateway_process::env_map{
+      {"GATEWAY_SSE_SUBSCRIBER_QUEUE", "1024"}, {"GATEWAY_WRITE_TIMEOUT", "60"}, {"GATEWAY_SSE_HEARTBEAT_INTERVAL", "60"}});
+  const auto port = gw.port();
+  const std::string sid = runs::create_mock_session(port, R"({"tokens":6000,"tokens_per_second":2000})");
+  // A small window that it never reads: its socket fills, and the server's write to it waits.
+  auto stalled = open_events(port, sid, std::nullopt, cursor_via::header, /*receive_buffer=*/2048);
+  REQUIRE(stalled->head.status == 200);
+  const double dropped_before = metric(port, "gateway_sse_slow_subscribers_dropped_total");
+  auto fast = open_events(port, sid);
+  REQUIRE(fast->head.status == 200);
+  auto run = runs::run_message(port, sid, "go");
+  REQUIRE(run->parser.has_done());
+  REQUIRE(fast->read_until([](const sse_parser& p) { return p.has_done(); }, 20s));
+  // The run is over, and the stalled follower is still far behind it: a write to it is
+  // waiting on its full socket, and the rest of the run waits for the log.
+  REQUIRE(metric(port, "gateway_sse_streams_open") == 2);  // it and the fast follower
+  REQUIRE(metric(port, "gateway_subscribers_catching_up") == 1);
+
+  const auto left = clock_type::now();
+  stalled->disconnect();  // unread data: the close resets the connection
+  CHECK(runs::eventually(
+      [&] { return metric(port, "gateway_sse_streams_open") == 1 && metric(port, "gateway_subscribers") == 1; }, 10s));
+  CHECK(clock_type::now() - left < 10s);
+  CHECK(metric(port, "gateway_subscribers_catching_up") == 0);
+  // Let go for leaving, not cut as a slow subscriber.
+  CHECK(metric(port, "gateway_sse_slow_subscribers_dropped_total") == dropped_before);
+
+  // The fast follower, still subscribed, follows the next run whole.
+  auto next = runs::run_message(port, sid, "still here");
+  REQUIRE(next->parser.has_done());
+  auto dones = [](const sse_parser& p) {
+    int n = 0;
+    for (const auto& f : p.frames) n += f.event == "done";
+    return n;
+  };
+  CHECK(fast->read_until([&](const sse_parser& p) { return dones(p) == 2; }, 20s));
 }
 
 TEST_CASE("streams: a request pipelined behind a run's stream waits for its end and is answered then") {
