@@ -270,6 +270,8 @@ bool sqlite_store::advance_event_webhook_cursor(std::string_view session_id, std
 
 core::message_page sqlite_store::list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) {
   core::message_page page;
+  // The total and the page from one commit, as list_sessions.
+  const read_snapshot snapshot(*this);
   {
     auto st = db_.prepare("SELECT COUNT(*) FROM messages WHERE session_id = ?");
     st.bind(1, session_id).step();

@@ -91,14 +91,20 @@ pg_store::read_snapshot::read_snapshot(pg_store& store) : db_(store.db_), own_(s
 }
 
 pg_store::read_snapshot::~read_snapshot() {
-  if (!own_ || db_.transaction_status() == PQTRANS_IDLE) return;
-  // A failed statement left the transaction aborted: COMMIT then rolls it back. A lost
-  // connection fails both, and has no transaction left to end.
+  // Only a transaction that is still there is ended: a lost connection (its status
+  // unknown, or idle after a reconnect) has none, and a statement sent to it would only
+  // try to reconnect again.
+  const auto open = [this] {
+    const auto s = db_.transaction_status();
+    return s == PQTRANS_INTRANS || s == PQTRANS_INERROR;
+  };
+  if (!own_ || !open()) return;
+  // A failed statement left the transaction aborted: COMMIT then rolls it back.
   try {
     db_.exec("COMMIT");
   } catch (...) {
     try {
-      db_.exec("ROLLBACK");
+      if (open()) db_.exec("ROLLBACK");
     } catch (...) {
     }
   }
@@ -269,6 +275,8 @@ bool pg_store::advance_event_webhook_cursor(std::string_view session_id, std::in
 
 core::message_page pg_store::list_messages(std::string_view session_id, std::int64_t limit, std::int64_t offset) {
   core::message_page page;
+  // The total and the page from one commit, as list_sessions.
+  const read_snapshot snapshot(*this);
   page.total = db_.run("SELECT count(*) FROM messages WHERE session_id = $1", params().add(session_id)).int64(0, 0);
   static const std::string sql =
       "SELECT " + message_columns + " FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3";

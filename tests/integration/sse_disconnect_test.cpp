@@ -63,14 +63,14 @@ TEST_CASE("streams: a follower that leaves while a write to it is stalled is let
   REQUIRE(fast->read_until([](const sse_parser& p) { return p.has_done(); }, 20s));
   // The run is over, and the stalled follower is still far behind it: a write to it is
   // waiting on its full socket, and the rest of the run waits for the log.
-  REQUIRE(metric(port, "gateway_sse_streams_open") == 2);  // it and the fast follower
+  // It and the fast follower (the POST's stream is counted closed just after its last
+  // chunk, which the client may have read already).
+  REQUIRE(runs::eventually([&] { return metric(port, "gateway_sse_streams_open") == 2; }, 10s));
   REQUIRE(metric(port, "gateway_subscribers_catching_up") == 1);
 
-  const auto left = clock_type::now();
   stalled->disconnect();  // unread data: the close resets the connection
   CHECK(runs::eventually(
       [&] { return metric(port, "gateway_sse_streams_open") == 1 && metric(port, "gateway_subscribers") == 1; }, 10s));
-  CHECK(clock_type::now() - left < 10s);
   CHECK(metric(port, "gateway_subscribers_catching_up") == 0);
   // Let go for leaving, not cut as a slow subscriber.
   CHECK(metric(port, "gateway_sse_slow_subscribers_dropped_total") == dropped_before);
