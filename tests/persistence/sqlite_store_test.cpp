@@ -2,7 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <sqlite3.h>
+
 #include <boost/json/parse.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -192,6 +195,63 @@ TEST_CASE("sqlite_store: a read_snapshot's statements see one commit, whatever c
   // One that read nothing ends harmlessly.
   { const sqlite_store::read_snapshot idle(*reader); }
   CHECK_FALSE(reader->batch_open());
+}
+
+namespace {
+
+// Runs `between` once, when the connection's second SELECT starts: a commit from another
+// connection lands between a listing's count and its page.
+struct second_select_hook {
+  std::function<void()> between;
+  int selects = 0;
+  static int on_statement(unsigned, void* self, void* statement, void*) {
+    auto& hook = *static_cast<second_select_hook*>(self);
+    const std::string sql = sqlite3_sql(static_cast<sqlite3_stmt*>(statement));
+    if (sql.starts_with("SELECT") && ++hook.selects == 2) hook.between();
+    return 0;
+  }
+  void install(sqlite_store& store) {
+    sqlite3_trace_v2(store.database().handle(), SQLITE_TRACE_STMT, &second_select_hook::on_statement, this);
+  }
+  static void remove(sqlite_store& store) { sqlite3_trace_v2(store.database().handle(), 0, nullptr, nullptr); }
+};
+
+}  // namespace
+
+TEST_CASE("sqlite_store: a listing's total and its page come from one commit, whatever commits between them") {
+  temp_db db;
+  auto reader = db.open();
+  auto writer = db.open();
+  writer->insert_session(make_session("s1", 1));
+  writer->upsert_message(make_message("s1", "m1", 1));
+
+  second_select_hook sessions{[&] {
+    writer->begin_batch();
+    writer->insert_session(make_session("s2", 2));
+    writer->commit_batch();
+  }};
+  sessions.install(*reader);
+  const auto page = reader->list_sessions(session_filter{});
+  second_select_hook::remove(*reader);
+  REQUIRE(sessions.selects >= 2);  // the other connection did commit between the two
+  CHECK(page.total == 1);
+  CHECK(page.sessions.size() == 1);
+
+  second_select_hook messages{[&] {
+    writer->begin_batch();
+    writer->upsert_message(make_message("s1", "m2", 2));
+    writer->commit_batch();
+  }};
+  messages.install(*reader);
+  const auto listed = reader->list_messages("s1", 50, 0);
+  second_select_hook::remove(*reader);
+  REQUIRE(messages.selects >= 2);
+  CHECK(listed.total == 1);
+  CHECK(listed.messages.size() == 1);
+
+  // Afterwards both show the newer state.
+  CHECK(reader->list_sessions(session_filter{}).total == 2);
+  CHECK(reader->list_messages("s1", 50, 0).messages.size() == 2);
 }
 
 TEST_CASE("sqlite_store: delete_session cascades to everything the session owns") {
