@@ -31,10 +31,11 @@ class sqlite_store final : public core::store_connection {
   bool batch_open() override { return !sqlite3_get_autocommit(db_.handle()); }
 
   // One snapshot for a read of several statements (rows, then their children; a count,
-  // then its page): a read transaction of its own while it lives, when none is open. In autocommit each
-  // statement would see the newest commit, and a listing could mix two. Not for reads
-  // that merge the journal's in-memory tails (events_after, oldest_event_id): they read
-  // the tail before the database, which a snapshot taken earlier would undo.
+  // then its page): a read transaction of its own while it lives, when none is open. In
+  // autocommit each statement would see the newest commit, and a listing could mix two.
+  // Not for reads that merge the journal's in-memory tails (events_after,
+  // oldest_event_id): they read the tail before the database, which a snapshot taken
+  // earlier would undo.
   class read_snapshot {
    public:
     explicit read_snapshot(sqlite_store& store);

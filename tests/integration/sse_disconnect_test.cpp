@@ -62,9 +62,9 @@ TEST_CASE("streams: a follower that leaves while a write to it is stalled is let
   REQUIRE(run->parser.has_done());
   REQUIRE(fast->read_until([](const sse_parser& p) { return p.has_done(); }, 20s));
   // The run is over, and the stalled follower is still far behind it: a write to it is
-  // waiting on its full socket, and the rest of the run waits for the log.
-  // It and the fast follower (the POST's stream is counted closed just after its last
-  // chunk, which the client may have read already).
+  // waiting on its full socket, and the rest of the run waits for the log. Open: it and
+  // the fast follower (the POST's stream is counted closed just after its last chunk,
+  // which the client may have read already).
   REQUIRE(runs::eventually([&] { return metric(port, "gateway_sse_streams_open") == 2; }, 10s));
   REQUIRE(metric(port, "gateway_subscribers_catching_up") == 1);
 
