@@ -188,6 +188,10 @@ void subscriber_cursors::on_log_page(const cursor_ptr& c, std::int64_t log_oldes
     info.last_event_id = c->last_sent;
     info.gap = first_held > c->last_sent + 1;
     info.oldest_event_id = log_oldest && (!in_ring || log_oldest < in_ring) ? log_oldest : in_ring;
+    // Past a gap the first event held is the oldest there is (retention cuts from the
+    // start). The log's oldest id was read a statement before its frames, and a trim that
+    // committed in between would name an event the replay never had.
+    if (info.gap && (!frames.empty() || in_ring)) info.oldest_event_id = first_held;
     // `reconnected` counts what is committed now, from the first event held.
     info.replayed = std::max<std::int64_t>(0, source_.committed_id() - first_held + 1);
     std::exchange(c->on_replay, nullptr)(info);

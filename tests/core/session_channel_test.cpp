@@ -338,6 +338,23 @@ TEST_CASE("session_channel: retention gaps are reported with the oldest held id"
   CHECK_FALSE(info2->gap);
 }
 
+TEST_CASE("session_channel: a trim between the log's oldest id and its events: the gap names the first event held") {
+  fixture fx({.ring_size = 3, .retention = 5});
+  fx.publish_one_by_one(20);  // the log keeps 16..20, the ring 18..20
+  // The replay's read job reads the log's oldest id (16), then its events; a run's end
+  // trims 16 away in between (another connection's commit).
+  fx.db.once_after_oldest_event_id(
+      [](agw::test::fake_data& d) { std::erase_if(d.event_batches[session_id], [](const auto& b) { return b.last_id < 17; }); });
+  std::optional<replay_info> info;
+  auto rec = fx.subscribe(3, &info);
+  fx.run();
+  REQUIRE(info);
+  CHECK(rec->ids == range(17, 20));
+  CHECK(info->gap);
+  CHECK(info->oldest_event_id == 17);  // not 16, which the replay never had
+  CHECK(info->replayed == 4);
+}
+
 // With retention below the ring size, the ring holds more than the log: a
 // resume should still get everything the ring holds.
 TEST_CASE("session_channel: retention smaller than the ring still replays what the ring holds") {

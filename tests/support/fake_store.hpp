@@ -29,6 +29,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,12 @@ class fake_db {
       hold_ = false;
     }
     cv_.notify_all();
+  }
+  // Another connection's commit between a read job's statements: `change` runs once on the
+  // committed state right after the next oldest_event_id read (a retention trim, say).
+  void once_after_oldest_event_id(std::function<void(fake_data&)> change) {
+    std::lock_guard lock(mutex_);
+    after_oldest_event_id_ = std::move(change);
   }
   std::atomic<int> op_delay_ms{0};
   std::atomic<int> read_delay_ms{0};
@@ -164,6 +171,7 @@ class fake_db {
   bool hold_ = false;
   fake_data data_;
   std::vector<std::string> calls_;
+  std::function<void(fake_data&)> after_oldest_event_id_;  // mutex_
   std::atomic<int> throw_on_job_{0};
   std::atomic<int> commits_to_fail_{0};
   std::atomic<int> fail_commit_number_{0};
@@ -543,6 +551,7 @@ class fake_connection final : public core::store_connection {
       if (it == d.event_batches.end() || it->second.empty()) return 0;
       std::int64_t oldest = it->second.front().first_id;
       for (const auto& b : it->second) oldest = std::min(oldest, b.first_id);
+      if (!working_ && db_.after_oldest_event_id_) std::exchange(db_.after_oldest_event_id_, nullptr)(d);
       return oldest;
     });
   }
