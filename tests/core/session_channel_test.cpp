@@ -341,8 +341,8 @@ TEST_CASE("session_channel: retention gaps are reported with the oldest held id"
 TEST_CASE("session_channel: a trim between the log's oldest id and its events: the gap names the first event held") {
   fixture fx({.ring_size = 3, .retention = 5});
   fx.publish_one_by_one(20);  // the log keeps 16..20, the ring 18..20
-  // The replay's read job reads the log's oldest id (16), then its events; a run's end
-  // trims 16 away in between (another connection's commit).
+  // The replay's read job reads the log's oldest id (16), then its events; a segment
+  // write of the session trims 16 away in between (another connection's commit).
   fx.db.once_after_oldest_event_id(
       [](agw::test::fake_data& d) { std::erase_if(d.event_batches[session_id], [](const auto& b) { return b.last_id < 17; }); });
   std::optional<replay_info> info;

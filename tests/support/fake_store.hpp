@@ -91,7 +91,9 @@ class fake_db {
     cv_.notify_all();
   }
   // Another connection's commit between a read job's statements: `change` runs once on the
-  // committed state right after the next oldest_event_id read (a retention trim, say).
+  // committed state right after the next oldest_event_id read (a retention trim, say),
+  // under this db's mutex (it must not call back into the db). A batch open on another
+  // connection meanwhile would overwrite the change at its commit: use it between batches.
   void once_after_oldest_event_id(std::function<void(fake_data&)> change) {
     std::lock_guard lock(mutex_);
     after_oldest_event_id_ = std::move(change);
