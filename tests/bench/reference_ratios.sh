@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Issue 10's figures as ratios against references measured in the same minutes:
+# the gateway (embedded defaults: SQLite file, mock agent) against
+# tests/bench/reference_server (one thread, epoll, no persistence) and, for the
+# paced load, a Node reference (tests/bench/reference_server.mjs, no persistence).
+# This machine is shared and its speed moves by a third from day to day (docs/
+# streaming.md); a ratio taken in one run of this script does not.
+#
+#   tests/bench/reference_ratios.sh [ROUNDS]    (default 3; each round runs every
+#                                                server once per workload, in turn)
+#
+# SSELOAD: the sseload binary (../shared/bench/sseload; default ~/sseload).
+# BUILD: the build directory (default build). Every run starts a fresh server on a
+# free loopback port with a 5 s heartbeat, and stops it by its PID.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+rounds="${1:-3}"
+sseload="${SSELOAD:-$HOME/sseload}"
+build="${BUILD:-$root/build}"
+gateway="$build/agent-gateway"
+reference="$build/tests/bench/reference_server"
+for f in "$sseload" "$gateway" "$reference"; do
+  [ -x "$f" ] || { echo "reference_ratios: no executable at $f (set SSELOAD / BUILD)" >&2; exit 2; }
+done
+have_node=0
+command -v node >/dev/null && have_node=1
+work="$(mktemp -d /tmp/agw-ratios.XXXXXX)"
+server_pid=""
+trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+# start_server NAME: starts it on a free port; sets server_pid and server_port.
+start_server() {
+  local out="$work/$1.out"
+  case "$1" in
+    gateway) GATEWAY_PORT=0 GATEWAY_DB_PATH="$work/gw.db" GATEWAY_LOG_LEVEL=warn GATEWAY_SSE_HEARTBEAT_INTERVAL=5 \
+               "$gateway" >"$out" 2>&1 & ;;
+    c) "$reference" --port 0 --heartbeat 5 >"$out" 2>&1 & ;;
+    node) node "$root/tests/bench/reference_server.mjs" 0 >"$out" 2>&1 & ;;
+  esac
+  server_pid=$!
+  server_port=""
+  for _ in $(seq 200); do
+    server_port="$(grep -oE 'listening on [^ ]*:[0-9]+' "$out" | grep -oE '[0-9]+$' || true)"
+    [ -n "$server_port" ] && return 0
+    sleep 0.05
+  done
+  echo "reference_ratios: $1 did not report a port" >&2
+  cat "$out" >&2
+  exit 1
+}
+
+stop_server() {
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+  rm -rf "$work"/gw.db*
+}
+
+# measure NAME WORKLOAD...: one fresh server, one sseload repetition; appends
+# "NAME workload key=value..." to the results.
+measure() {
+  local name="$1" label="$2"
+  shift 2
+  start_server "$name"
+  local line
+  line="$("$sseload" "$@" -base "http://127.0.0.1:$server_port" -pid "$server_pid" -reps 1 2>&1 | tail -n 1)"
+  stop_server
+  if ! grep -q 'errors=0' <<<"$line"; then
+    echo "reference_ratios: $name $label: $line" >&2
+    exit 1
+  fi
+  local figures
+  figures="$(grep -oE '(srv_cpu_s/M|jitter_p99_ms|events_per_s|idle_cpu_pct|rss_per_conn_kb)=[0-9.]+' <<<"$line" | tr '\n' ' ')"
+  echo "$name $label $figures" | tee -a "$work/results"
+}
+
+for round in $(seq "$rounds"); do
+  echo "# round $round of $rounds"
+  servers=(gateway c)
+  [ "$have_node" = 1 ] && servers+=(node)
+  for s in "${servers[@]}"; do measure "$s" paced stream -c 1000 -k 200 -r 20; done
+  for s in gateway c; do measure "$s" maxrate stream -c 1000 -k 200 -r 0 -min-time 30s; done
+  for s in gateway c; do measure "$s" idle idle -n 10000 -hold 15s; done
+done
+
+# Medians per server, workload and figure, then the gateway's over each reference's.
+echo "# medians of $rounds (server workload figure median), then gateway / reference"
+awk '
+  { for (i = 3; i <= NF; i++) { split($i, kv, "="); key = $1 " " $2 " " kv[1]; v[key] = v[key] " " kv[2] } }
+  END {
+    for (key in v) {
+      n = split(substr(v[key], 2), xs, " ")
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (xs[j] < xs[i]) { t = xs[i]; xs[i] = xs[j]; xs[j] = t }
+      m[key] = (n % 2) ? xs[(n + 1) / 2] : (xs[n / 2] + xs[n / 2 + 1]) / 2
+      print key, m[key]
+    }
+    for (key in m) {
+      split(key, parts, " ")
+      if (parts[1] != "gateway") continue
+      for (other in m) {
+        split(other, op, " ")
+        if (op[1] != "gateway" && op[2] == parts[2] && op[3] == parts[3] && m[other] > 0)
+          printf "ratio %s %s gateway/%s %.2f\n", parts[2], parts[3], op[1], m[key] / m[other]
+      }
+    }
+  }' "$work/results" | sort
