@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 10's figures as ratios against references measured in the same minutes:
 # the gateway (embedded defaults: SQLite file, mock agent) against
-# tests/bench/reference_server (one thread, epoll, no persistence) and, for the
-# paced load, a Node reference (tests/bench/reference_server.mjs, no persistence).
+# tests/bench/reference_server (one thread, epoll, no persistence, resumes from an
+# in-memory ring) on the paced, max-rate, idle and resume loads and, for the paced
+# load, a Node reference (tests/bench/reference_server.mjs, no persistence).
 # This machine is shared and its speed moves by a third from day to day (docs/
 # streaming.md); a ratio taken in one run of this script does not.
 #
@@ -31,6 +32,7 @@ trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EX
 # start_server NAME: starts it on a free port; sets server_pid and server_port.
 start_server() {
   local out="$work/$1.out"
+  : >"$out"  # truncated here, not by the child's redirect, so no earlier port is read
   case "$1" in
     gateway) GATEWAY_PORT=0 GATEWAY_DB_PATH="$work/gw.db" GATEWAY_LOG_LEVEL=warn GATEWAY_SSE_HEARTBEAT_INTERVAL=5 \
                "$gateway" >"$out" 2>&1 & ;;
@@ -70,7 +72,7 @@ measure() {
     exit 1
   fi
   local figures
-  figures="$(grep -oE '(srv_cpu_s/M|jitter_p99_ms|events_per_s|idle_cpu_pct|rss_per_conn_kb)=[0-9.]+' <<<"$line" | tr '\n' ' ')"
+  figures="$(grep -oE '(srv_cpu_s/M|jitter_p99_ms|events_per_s|idle_cpu_pct|rss_per_conn_kb|reconnect_p50_ms|reconnect_p99_ms|lost|dup)=[0-9.]+' <<<"$line" | tr '\n' ' ')"
   echo "$name $label $figures" | tee -a "$work/results"
 }
 
@@ -81,6 +83,7 @@ for round in $(seq "$rounds"); do
   for s in "${servers[@]}"; do measure "$s" paced stream -c 1000 -k 200 -r 20; done
   for s in gateway c; do measure "$s" maxrate stream -c 1000 -k 200 -r 0 -min-time 30s; done
   for s in gateway c; do measure "$s" idle idle -n 10000 -hold 15s; done
+  for s in gateway c; do measure "$s" resume resume; done
 done
 
 # Medians per server, workload and figure, then the gateway's over each reference's.

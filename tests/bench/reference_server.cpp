@@ -13,8 +13,10 @@
 // - POST /sessions/N/messages -> chunked SSE: K `token` events paced at R a second
 //   from the request (R absent or 0: all at once), then `done`; the connection stays
 //   open for the next request, as the gateway's does.
-// - GET /sessions/N/events -> chunked SSE that carries only a heartbeat comment every
-//   --heartbeat seconds (default 15).
+// - GET /sessions/N/events -> chunked SSE: a comment at once, then every event the
+//   session's runs publish, and a heartbeat comment every --heartbeat seconds (default
+//   15). With `Last-Event-ID: M` it first replays the session's events after M from
+//   its last 1,024 (a ring, as the gateway's EventBuffer; older ones are not kept).
 //
 // Every write is one non-blocking send(); what a full socket does not take waits in
 // the connection's buffer for EPOLLOUT, so the stream stays whole.
@@ -34,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <queue>
 #include <string>
@@ -45,10 +48,15 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+struct connection;
+
 struct session {
+  static constexpr std::size_t kept_events = 1024;
   int tokens = 10;
   double tokens_per_second = 0;
   long last_event_id = 0;
+  std::deque<std::string> recent;  // the chunks of events last_event_id - size() + 1 ...
+  std::vector<connection*> followers;
 };
 
 enum class phase { reading, streaming, following };
@@ -57,8 +65,9 @@ struct connection {
   int fd = -1;
   phase state = phase::reading;
   std::string in;
-  std::string out;  // bytes a full socket did not take yet
-  session* run_session = nullptr;
+  std::string out;                      // bytes a full socket did not take yet
+  session* run_session = nullptr;       // streaming: the run's session
+  session* followed_session = nullptr;  // following: the session it is in the followers of
   int next_token = 0;
   clock_type::time_point run_start;
   bool timer_pending = false;  // a heap entry names this connection
@@ -148,25 +157,28 @@ class reference_server {
       if (c.in.size() < total) return;
       std::string body = c.in.substr(head_end + 4, body_size);
       std::string request_line(head.substr(0, head.find("\r\n")));
+      long last_event_id = header_number(head, "Last-Event-ID:");
       c.in.erase(0, total);
-      serve(c, request_line, body);
+      serve(c, request_line, body, last_event_id);
     }
   }
 
   static std::size_t content_length(std::string_view head) {
-    for (std::string_view name : {"Content-Length:", "content-length:"}) {
-      auto at = head.find(name);
-      if (at == std::string_view::npos) continue;
-      auto value = head.substr(at + name.size());
-      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      std::size_t n = 0;
-      std::from_chars(value.data(), value.data() + value.size(), n);
-      return n;
-    }
-    return 0;
+    return static_cast<std::size_t>(std::max(0L, header_number(head, "Content-Length:")));
   }
 
-  void serve(connection& c, std::string_view request_line, const std::string& body) {
+  // A header's number (as the clients here spell the name), or -1.
+  static long header_number(std::string_view head, std::string_view name) {
+    auto at = head.find(name);
+    if (at == std::string_view::npos) return -1;
+    auto value = head.substr(at + name.size());
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    long n = -1;
+    std::from_chars(value.data(), value.data() + value.size(), n);
+    return n;
+  }
+
+  void serve(connection& c, std::string_view request_line, const std::string& body, long last_event_id) {
     if (request_line.starts_with("POST /sessions ")) return create_session(c, body);
     session* s = nullptr;
     std::string_view rest;
@@ -192,7 +204,15 @@ class reference_server {
     }
     if (s != nullptr && request_line.starts_with("GET ") && rest.starts_with("/events")) {
       c.state = phase::following;
-      if (!write(c, sse_head)) return;
+      if (!write(c, std::string(sse_head) + chunk_of(": connected\n\n"))) return;
+      if (last_event_id >= 0) {
+        // recent holds ids last_event_id - size() + 1 ... last_event_id.
+        long first_kept = s->last_event_id - static_cast<long>(s->recent.size()) + 1;
+        for (long id = std::max(last_event_id + 1, first_kept); id <= s->last_event_id; ++id)
+          if (!write(c, s->recent[static_cast<std::size_t>(id - first_kept)])) return;
+      }
+      c.followed_session = s;
+      s->followers.push_back(&c);
       return schedule(c, clock_type::now() + heartbeat_);
     }
     write(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
@@ -241,14 +261,29 @@ class reference_server {
     return c.run_start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(index / rate));
   }
 
+  // Writes one event of c's run to c, keeps it and writes it to the session's followers.
   bool write_event(connection& c, std::string_view type, std::string_view data) {
-    std::string frame = "id: " + std::to_string(++c.run_session->last_event_id) + "\nevent: ";
+    session& s = *c.run_session;
+    std::string frame = "id: " + std::to_string(++s.last_event_id) + "\nevent: ";
     frame.append(type).append("\ndata: ").append(data).append("\n\n");
+    std::string chunk = chunk_of(frame);
+    // A follower that fails is closed, which takes it out of the list: walk a copy.
+    if (!s.followers.empty()) {
+      auto followers = s.followers;
+      for (connection* f : followers) write(*f, chunk);
+    }
+    bool written = write(c, chunk);
+    s.recent.push_back(std::move(chunk));
+    if (s.recent.size() > session::kept_events) s.recent.pop_front();
+    return written;
+  }
+
+  static std::string chunk_of(std::string_view bytes) {
     char size_line[16];
-    auto end = std::to_chars(size_line, size_line + sizeof size_line, frame.size(), 16).ptr;
+    auto end = std::to_chars(size_line, size_line + sizeof size_line, bytes.size(), 16).ptr;
     std::string chunk(size_line, end);
-    chunk.append("\r\n").append(frame).append("\r\n");
-    return write(c, chunk);
+    chunk.append("\r\n").append(bytes).append("\r\n");
+    return chunk;
   }
 
   // One send; what the socket does not take waits for EPOLLOUT. False: closed.
@@ -310,7 +345,7 @@ class reference_server {
       } else if (c->state == phase::streaming) {
         step_run(*c);
       } else if (c->state == phase::following) {
-        if (write(*c, "d\r\n: heartbeat\n\n\r\n")) schedule(*c, now + heartbeat_);
+        if (write(*c, heartbeat_chunk_)) schedule(*c, now + heartbeat_);
       }
     }
   }
@@ -318,6 +353,7 @@ class reference_server {
   void close(connection& c) {
     if (c.closed) return;
     c.closed = true;
+    if (c.followed_session != nullptr) std::erase(c.followed_session->followers, &c);
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     // An event later in this epoll batch may still name it, so it is freed after the
@@ -333,6 +369,7 @@ class reference_server {
   int listen_fd_;
   int epoll_fd_;
   std::chrono::milliseconds heartbeat_;
+  const std::string heartbeat_chunk_ = chunk_of(": heartbeat\n\n");
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers_;
   std::unordered_map<std::string, std::unique_ptr<session>> sessions_;
   long last_session_id_ = 0;
