@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Issue 10's figures as ratios against references measured in the same minutes:
-# the gateway (embedded defaults: SQLite file, mock agent) against
-# tests/bench/reference_server (one thread, epoll, no persistence, resumes from an
-# in-memory ring) on the paced, max-rate, idle and resume loads and, for the paced
-# load, a Node reference (tests/bench/reference_server.mjs, no persistence).
-# This machine is shared and its speed moves by a third from day to day (docs/
-# streaming.md); a ratio taken in one run of this script does not.
+# Issue 10's figures beside references measured in the same minutes: the gateway
+# (embedded defaults: SQLite file, mock agent) against tests/bench/reference_server
+# (one thread, epoll, no persistence, resumes from an in-memory ring) on the paced,
+# max-rate, idle and resume loads and, for the paced load, a Node reference
+# (tests/bench/reference_server.mjs, no persistence). This machine is shared and its
+# speed moves by a third from day to day (docs/streaming.md): a figure is read
+# against the references of the same run of this script. The ratios move too, less.
 #
 #   tests/bench/reference_ratios.sh [ROUNDS]    (default 3; each round runs every
-#                                                server once per workload, in turn)
+#                                                server once per workload, in an
+#                                                order that rotates by round)
 #
 # SSELOAD: the sseload binary (../shared/bench/sseload; default ~/sseload).
 # BUILD: the build directory (default build). Every run starts a fresh server on a
-# free loopback port with a 5 s heartbeat, and stops it by its PID.
+# free loopback port with a 5 s heartbeat, and stops it by its PID. The summary is
+# the median per server and figure, then the gateway's median over each reference's.
+# A failed measurement is reported and left out; the script then exits 1.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 rounds="${1:-3}"
@@ -27,7 +30,15 @@ have_node=0
 command -v node >/dev/null && have_node=1
 work="$(mktemp -d /tmp/agw-ratios.XXXXXX)"
 server_pid=""
-trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+failed=0
+stop_server() {
+  [ -n "$server_pid" ] || return 0
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+  rm -rf "$work"/gw.db*
+}
+trap 'stop_server; rm -rf "$work"' EXIT
 
 # start_server NAME: starts it on a free port; sets server_pid and server_port.
 start_server() {
@@ -51,49 +62,54 @@ start_server() {
   exit 1
 }
 
-stop_server() {
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=""
-  rm -rf "$work"/gw.db*
-}
-
-# measure NAME WORKLOAD...: one fresh server, one sseload repetition; appends
-# "NAME workload key=value..." to the results.
+# measure NAME LABEL WORKLOAD...: one fresh server, one sseload repetition; appends
+# "NAME LABEL key=value..." to the results.
 measure() {
   local name="$1" label="$2"
   shift 2
   start_server "$name"
   local line
-  line="$("$sseload" "$@" -base "http://127.0.0.1:$server_port" -pid "$server_pid" -reps 1 2>&1 | tail -n 1)"
+  line="$("$sseload" "$@" -base "http://127.0.0.1:$server_port" -pid "$server_pid" -reps 1 2>&1 | tail -n 1 || true)"
   stop_server
   if ! grep -q 'errors=0' <<<"$line"; then
-    echo "reference_ratios: $name $label: $line" >&2
-    exit 1
+    echo "reference_ratios: $name $label failed: $line" >&2
+    failed=1
+    return 0
   fi
   local figures
-  figures="$(grep -oE '(srv_cpu_s/M|jitter_p99_ms|events_per_s|idle_cpu_pct|rss_per_conn_kb|reconnect_p50_ms|reconnect_p99_ms|lost|dup)=[0-9.]+' <<<"$line" | tr '\n' ' ')"
+  figures="$(grep -oE '(srv_cpu_s/M|jitter_p99_ms|events_per_s|idle_cpu_pct|rss_per_conn_kb|reconnect_p50_ms|reconnect_p99_ms|lost|dup)=[-0-9.e+]+' <<<"$line" | tr '\n' ' ')"
   echo "$name $label $figures" | tee -a "$work/results"
 }
 
+# in_turn ROUND LABEL SERVERS -- WORKLOAD...: measures each server, the order rotated by ROUND.
+in_turn() {
+  local round="$1" label="$2"
+  shift 2
+  local servers=()
+  while [ "$1" != "--" ]; do servers+=("$1"); shift; done
+  shift
+  local n=${#servers[@]} i
+  for ((i = 0; i < n; i++)); do measure "${servers[$(((i + round) % n))]}" "$label" "$@"; done
+}
+
+paced_servers=(gateway c)
+[ "$have_node" = 1 ] && paced_servers+=(node)
 for round in $(seq "$rounds"); do
   echo "# round $round of $rounds"
-  servers=(gateway c)
-  [ "$have_node" = 1 ] && servers+=(node)
-  for s in "${servers[@]}"; do measure "$s" paced stream -c 1000 -k 200 -r 20; done
-  for s in gateway c; do measure "$s" maxrate stream -c 1000 -k 200 -r 0 -min-time 30s; done
-  for s in gateway c; do measure "$s" idle idle -n 10000 -hold 15s; done
-  for s in gateway c; do measure "$s" resume resume; done
+  in_turn "$round" paced "${paced_servers[@]}" -- stream -c 1000 -k 200 -r 20
+  in_turn "$round" maxrate gateway c -- stream -c 1000 -k 200 -r 0 -min-time 30s
+  in_turn "$round" idle gateway c -- idle -n 10000 -hold 15s
+  in_turn "$round" resume gateway c -- resume
 done
 
-# Medians per server, workload and figure, then the gateway's over each reference's.
 echo "# medians of $rounds (server workload figure median), then gateway / reference"
+touch "$work/results"
 awk '
   { for (i = 3; i <= NF; i++) { split($i, kv, "="); key = $1 " " $2 " " kv[1]; v[key] = v[key] " " kv[2] } }
   END {
     for (key in v) {
       n = split(substr(v[key], 2), xs, " ")
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (xs[j] < xs[i]) { t = xs[i]; xs[i] = xs[j]; xs[j] = t }
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (xs[j] + 0 < xs[i] + 0) { t = xs[i]; xs[i] = xs[j]; xs[j] = t }
       m[key] = (n % 2) ? xs[(n + 1) / 2] : (xs[n / 2] + xs[n / 2 + 1]) / 2
       print key, m[key]
     }
@@ -107,3 +123,4 @@ awk '
       }
     }
   }' "$work/results" | sort
+exit "$failed"

@@ -1,25 +1,29 @@
-// A calibration reference for the paced, max-rate and idle figures: the smallest
-// server that speaks the part of the stream contract `sseload stream` and `sseload
-// idle` drive, on one thread and one epoll, with no persistence, no routing and no
-// framework. Issue 10 quoted such a writer beside its targets; this one is in the
-// tree so that a figure can be read as a ratio against it, measured in the same
-// hour on the same machine (tests/bench/reference_ratios.sh). It is a yardstick,
-// not a server: ids are small integers, sessions are never freed, and a request it
-// does not know gets a 404.
+// A calibration reference for issue 10's figures: the smallest server that speaks
+// the part of the stream contract `sseload stream`, `idle` and `resume` drive, on
+// one thread and one epoll, with no persistence, no routing and no framework. The
+// issue quoted such a writer beside its targets; this one is in the tree so that a
+// figure can be read as a ratio against it, measured in the same minutes on the same
+// machine (tests/bench/reference_ratios.sh). It is a yardstick, not a server: ids
+// are small integers, sessions are never freed, and a request it does not know gets
+// a 404.
 //
 //   reference_server [--port N] [--heartbeat SECONDS]   (port 0: prints the port chosen)
 //
 // - POST /sessions {"config":{"mock":{"tokens":K,"tokens_per_second":R}}} -> 201 {"id":"N"}
 // - POST /sessions/N/messages -> chunked SSE: K `token` events paced at R a second
-//   from the request (R absent or 0: all at once), then `done`; the connection stays
-//   open for the next request, as the gateway's does.
+//   from the request (R absent or 0: all at once), then `done`. Every token due in a
+//   pass goes out in one send, as the gateway coalesces a burst. The token frames
+//   have the gateway's shape and size (run id, source, content); the gateway's
+//   `status` and `usage` events (two a run) and its larger `done` are left out.
 // - GET /sessions/N/events -> chunked SSE: a comment at once, then every event the
 //   session's runs publish, and a heartbeat comment every --heartbeat seconds (default
 //   15). With `Last-Event-ID: M` it first replays the session's events after M from
-//   its last 1,024 (a ring, as the gateway's EventBuffer; older ones are not kept).
+//   its last 1,024 (a ring, as the gateway's EventBuffer; older ones are not kept and
+//   no gap is reported).
 //
 // Every write is one non-blocking send(); what a full socket does not take waits in
-// the connection's buffer for EPOLLOUT, so the stream stays whole.
+// the connection's buffer for EPOLLOUT, up to 64 MiB, past which the connection is
+// cut (the gateway cuts no slow reader: it reads the log for them).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -30,14 +34,15 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -48,6 +53,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+constexpr std::size_t max_buffered_bytes = 64 << 20;
+
 struct connection;
 
 struct session {
@@ -55,7 +62,7 @@ struct session {
   int tokens = 10;
   double tokens_per_second = 0;
   long last_event_id = 0;
-  std::deque<std::string> recent;  // the chunks of events last_event_id - size() + 1 ...
+  std::deque<std::string> recent;  // the chunks of events last_event_id - size() + 1 ... last_event_id
   std::vector<connection*> followers;
 };
 
@@ -65,13 +72,19 @@ struct connection {
   int fd = -1;
   phase state = phase::reading;
   std::string in;
-  std::string out;                      // bytes a full socket did not take yet
-  session* run_session = nullptr;       // streaming: the run's session
-  session* followed_session = nullptr;  // following: the session it is in the followers of
+  std::string out;  // bytes a full socket did not take yet
+  // streaming: the run's session, its id (the gateway's 36-character shape), its next
+  // token and its start, from which every token's due time is counted.
+  session* run_session = nullptr;
+  std::string run_id;
   int next_token = 0;
   clock_type::time_point run_start;
-  bool timer_pending = false;  // a heap entry names this connection
-  bool closed = false;         // freed when its pending timer entry comes up
+  session* followed_session = nullptr;  // following: the session whose followers list names it
+  // A connection has at most one timer entry: its next token or its next heartbeat.
+  bool timer_pending = false;
+  // Closed connections are freed after the epoll pass that closed them (an event later
+  // in the pass may still name them), or, with a timer entry, when that entry comes up.
+  bool closed = false;
 };
 
 struct timer_entry {
@@ -80,14 +93,28 @@ struct timer_entry {
   bool operator>(const timer_entry& other) const { return due > other.due; }
 };
 
+// What serve() needs of a request.
+struct request {
+  std::string line;  // "POST /sessions HTTP/1.1"
+  std::string body;
+  std::optional<long> last_event_id;
+};
+
+[[noreturn]] void fail(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+
+// Single-threaded: every member runs on the thread that calls run().
 class reference_server {
  public:
-  reference_server(int listen_fd, std::chrono::milliseconds heartbeat) : listen_fd_(listen_fd), heartbeat_(heartbeat) {
+  reference_server(int listen_fd, std::chrono::seconds heartbeat) : listen_fd_(listen_fd), heartbeat_(heartbeat) {
     epoll_fd_ = epoll_create1(0);
+    if (epoll_fd_ < 0) fail("reference_server: epoll_create1");
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;  // nullptr marks the listener
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) fail("reference_server: epoll_ctl");
   }
 
   [[noreturn]] void run() {
@@ -95,6 +122,8 @@ class reference_server {
     for (;;) {
       timespec wait{};
       int n = epoll_pwait2(epoll_fd_, events.data(), static_cast<int>(events.size()), next_wait(wait), nullptr);
+      // A failing wait (ENOSYS before Linux 5.11) would spin a core and skew every figure.
+      if (n < 0 && errno != EINTR) fail("reference_server: epoll_pwait2");
       for (int i = 0; i < n; ++i) {
         auto* c = static_cast<connection*>(events[i].data.ptr);
         if (c == nullptr) {
@@ -122,7 +151,11 @@ class reference_server {
   void accept_all() {
     for (;;) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
-      if (fd < 0) return;
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        fail("reference_server: accept4");  // EMFILE and the like: the listener would spin
+      }
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       auto* c = new connection;
@@ -135,7 +168,7 @@ class reference_server {
   }
 
   void on_ready(connection& c, std::uint32_t ready) {
-    if (ready & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) return close(c);
+    if (ready & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) return close_connection(c);
     if ((ready & EPOLLOUT) && !flush(c)) return;
     if (ready & EPOLLIN) read_requests(c);
   }
@@ -144,113 +177,135 @@ class reference_server {
     char buf[4096];
     for (;;) {
       ssize_t got = recv(c.fd, buf, sizeof buf, 0);
-      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return close(c);
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return close_connection(c);
       if (got < 0) break;
       c.in.append(buf, static_cast<std::size_t>(got));
     }
+    serve_buffered(c);
+  }
+
+  // Serves every whole request in c's input while it is between runs.
+  void serve_buffered(connection& c) {
     while (c.state == phase::reading && !c.closed) {
       auto head_end = c.in.find("\r\n\r\n");
       if (head_end == std::string::npos) return;
-      std::string_view head(c.in.data(), head_end);
-      std::size_t body_size = content_length(head);
+      std::string head = c.in.substr(0, head_end);
+      std::string lower = head;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      std::size_t body_size = static_cast<std::size_t>(std::max(0L, header_number(lower, "content-length:").value_or(0)));
       std::size_t total = head_end + 4 + body_size;
       if (c.in.size() < total) return;
-      std::string body = c.in.substr(head_end + 4, body_size);
-      std::string request_line(head.substr(0, head.find("\r\n")));
-      long last_event_id = header_number(head, "Last-Event-ID:");
+      request r{head.substr(0, head.find("\r\n")), c.in.substr(head_end + 4, body_size), header_number(lower, "last-event-id:")};
       c.in.erase(0, total);
-      serve(c, request_line, body, last_event_id);
+      serve(c, r);
     }
   }
 
-  static std::size_t content_length(std::string_view head) {
-    return static_cast<std::size_t>(std::max(0L, header_number(head, "Content-Length:")));
-  }
-
-  // A header's number (as the clients here spell the name), or -1.
-  static long header_number(std::string_view head, std::string_view name) {
-    auto at = head.find(name);
-    if (at == std::string_view::npos) return -1;
-    auto value = head.substr(at + name.size());
+  // A header's number; lower_head is the head in lower case, name too.
+  static std::optional<long> header_number(std::string_view lower_head, std::string_view name) {
+    auto at = lower_head.find(name);
+    if (at == std::string_view::npos) return std::nullopt;
+    auto value = lower_head.substr(at + name.size());
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-    long n = -1;
-    std::from_chars(value.data(), value.data() + value.size(), n);
+    long n = 0;
+    if (std::from_chars(value.data(), value.data() + value.size(), n).ec != std::errc{}) return std::nullopt;
     return n;
   }
 
-  void serve(connection& c, std::string_view request_line, const std::string& body, long last_event_id) {
-    if (request_line.starts_with("POST /sessions ")) return create_session(c, body);
-    session* s = nullptr;
-    std::string_view rest;
-    if (auto slash = request_line.find("/sessions/"); slash != std::string_view::npos) {
-      rest = request_line.substr(slash + 10);
+  static constexpr std::string_view sse_head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+
+  void serve(connection& c, const request& r) {
+    std::string_view line = r.line;
+    if (line.starts_with("POST /sessions ")) return create_session(c, r.body);
+    // "METHOD /sessions/{id}{rest} HTTP/1.1"
+    if (auto at = line.find(" /sessions/"); at != std::string_view::npos) {
+      auto rest = line.substr(at + 11);
       auto id_end = rest.find('/');
-      auto found = sessions_.find(std::string(rest.substr(0, id_end)));
-      if (found != sessions_.end() && id_end != std::string_view::npos) {
-        s = found->second.get();
+      auto found = id_end == std::string_view::npos ? sessions_.end() : sessions_.find(std::string(rest.substr(0, id_end)));
+      if (found != sessions_.end()) {
         rest = rest.substr(id_end);
+        if (line.starts_with("POST ") && rest.starts_with("/messages ")) return start_run(c, *found->second);
+        if (line.starts_with("GET ") && (rest.starts_with("/events ") || rest.starts_with("/events?")))
+          return follow(c, *found->second, r.last_event_id);
       }
     }
-    static constexpr std::string_view sse_head =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        "Transfer-Encoding: chunked\r\n\r\n";
-    if (s != nullptr && request_line.starts_with("POST ") && rest.starts_with("/messages ")) {
-      c.state = phase::streaming;
-      c.run_session = s;
-      c.next_token = 0;
-      c.run_start = clock_type::now();
-      if (!write(c, sse_head)) return;
-      return step_run(c);
-    }
-    if (s != nullptr && request_line.starts_with("GET ") && rest.starts_with("/events")) {
-      c.state = phase::following;
-      if (!write(c, std::string(sse_head) + chunk_of(": connected\n\n"))) return;
-      if (last_event_id >= 0) {
-        // recent holds ids last_event_id - size() + 1 ... last_event_id.
-        long first_kept = s->last_event_id - static_cast<long>(s->recent.size()) + 1;
-        for (long id = std::max(last_event_id + 1, first_kept); id <= s->last_event_id; ++id)
-          if (!write(c, s->recent[static_cast<std::size_t>(id - first_kept)])) return;
-      }
-      c.followed_session = s;
-      s->followers.push_back(&c);
-      return schedule(c, clock_type::now() + heartbeat_);
-    }
-    write(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+    send_or_buffer(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
   }
 
   void create_session(connection& c, const std::string& body) {
     auto s = std::make_unique<session>();
     boost::system::error_code ec;
     auto doc = boost::json::parse(body, ec);
-    if (!ec && doc.is_object()) {
-      if (auto* mock = doc.as_object().if_contains("config"); mock && mock->is_object()) {
-        if (auto* m = mock->as_object().if_contains("mock"); m && m->is_object()) {
-          if (auto* k = m->as_object().if_contains("tokens"); k && k->is_int64()) s->tokens = static_cast<int>(k->as_int64());
-          if (auto* r = m->as_object().if_contains("tokens_per_second"); r && r->is_number())
-            s->tokens_per_second = r->to_number<double>();
-        }
+    if (auto* mock = ec ? nullptr : find_object(doc, "config")) {
+      if (auto* m = find_object(*mock, "mock")) {
+        if (auto* k = m->as_object().if_contains("tokens"); k && k->is_int64()) s->tokens = static_cast<int>(k->as_int64());
+        if (auto* r = m->as_object().if_contains("tokens_per_second"); r && r->is_number())
+          s->tokens_per_second = r->to_number<double>();
       }
     }
     std::string id = std::to_string(++last_session_id_);
     sessions_.emplace(id, std::move(s));
     std::string json = "{\"id\":\"" + id + "\"}";
-    write(c, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(json.size()) +
-                 "\r\n\r\n" + json);
+    send_or_buffer(c, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(json.size()) +
+                          "\r\n\r\n" + json);
   }
 
-  // Sends every token that is due, then waits for the next one (or ends the run).
+  static const boost::json::value* find_object(const boost::json::value& v, std::string_view key) {
+    if (!v.is_object()) return nullptr;
+    auto* found = v.as_object().if_contains(key);
+    return found && found->is_object() ? found : nullptr;
+  }
+
+  void start_run(connection& c, session& s) {
+    char run_id[48];
+    std::snprintf(run_id, sizeof run_id, "00000000-0000-7000-8000-%012ld", ++last_run_id_);
+    c.state = phase::streaming;
+    c.run_session = &s;
+    c.run_id = run_id;
+    c.next_token = 0;
+    c.run_start = clock_type::now();
+    if (send_or_buffer(c, sse_head)) step_run(c);
+  }
+
+  void follow(connection& c, session& s, std::optional<long> last_event_id) {
+    c.state = phase::following;
+    std::string replay = std::string(sse_head) + chunk_of(": connected\n\n");
+    if (last_event_id) {
+      long first_kept = s.last_event_id - static_cast<long>(s.recent.size()) + 1;
+      for (long id = std::max(*last_event_id + 1, first_kept); id <= s.last_event_id; ++id)
+        replay += s.recent[static_cast<std::size_t>(id - first_kept)];
+    }
+    if (!send_or_buffer(c, replay)) return;
+    c.followed_session = &s;
+    s.followers.push_back(&c);
+    schedule(c, clock_type::now() + heartbeat_);
+  }
+
+  // Sends every token that is due in one write, then waits for the next one or ends
+  // the run with `done`.
   void step_run(connection& c) {
     session& s = *c.run_session;
-    auto now = clock_type::now();
+    const auto now = clock_type::now();
+    std::string batch;
+    std::optional<clock_type::time_point> next_due;
     while (c.next_token < s.tokens) {
       auto due = token_due(c, c.next_token);
-      if (due > now) return schedule(c, due);
-      std::string data = "{\"text\":\"tok" + std::to_string(c.next_token) + "\"}";
+      if (due > now) {
+        next_due = due;
+        break;
+      }
+      std::string data = "{\"run_id\":\"" + c.run_id + "\",\"source\":\"ai_agent\",\"content\":\"" +
+                         (c.next_token == 0 ? "" : " ") + "tok" + std::to_string(c.next_token) + "\"}";
+      batch += new_event(s, "token", data);
       ++c.next_token;
-      if (!write_event(c, "token", data)) return;
     }
-    if (!write_event(c, "done", "{}")) return;
-    if (!write(c, "0\r\n\r\n")) return;
+    if (!next_due) batch += new_event(s, "done", "{\"run_id\":\"" + c.run_id + "\",\"source\":\"ai_agent\"}");
+    if (!batch.empty()) publish(s, batch);
+    if (!next_due) batch += "0\r\n\r\n";
+    if (!send_or_buffer(c, batch)) return;
+    if (next_due) return schedule(c, *next_due);
     c.state = phase::reading;
     c.run_session = nullptr;
   }
@@ -261,21 +316,22 @@ class reference_server {
     return c.run_start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(index / rate));
   }
 
-  // Writes one event of c's run to c, keeps it and writes it to the session's followers.
-  bool write_event(connection& c, std::string_view type, std::string_view data) {
-    session& s = *c.run_session;
+  // The next event of s as a chunk, kept in s's ring for replays.
+  static std::string new_event(session& s, std::string_view type, std::string_view data) {
     std::string frame = "id: " + std::to_string(++s.last_event_id) + "\nevent: ";
     frame.append(type).append("\ndata: ").append(data).append("\n\n");
     std::string chunk = chunk_of(frame);
-    // A follower that fails is closed, which takes it out of the list: walk a copy.
-    if (!s.followers.empty()) {
-      auto followers = s.followers;
-      for (connection* f : followers) write(*f, chunk);
-    }
-    bool written = write(c, chunk);
-    s.recent.push_back(std::move(chunk));
+    s.recent.push_back(chunk);
     if (s.recent.size() > session::kept_events) s.recent.pop_front();
-    return written;
+    return chunk;
+  }
+
+  // Writes a run's chunks to the session's followers. A follower whose send fails is
+  // closed, which takes it out of the list: the walk is over a copy.
+  void publish(session& s, const std::string& chunks) {
+    if (s.followers.empty()) return;
+    auto followers = s.followers;
+    for (connection* f : followers) send_or_buffer(*f, chunks);
   }
 
   static std::string chunk_of(std::string_view bytes) {
@@ -286,15 +342,19 @@ class reference_server {
     return chunk;
   }
 
-  // One send; what the socket does not take waits for EPOLLOUT. False: closed.
-  bool write(connection& c, std::string_view bytes) {
+  // One send; what the socket does not take waits for EPOLLOUT. False: c was closed.
+  bool send_or_buffer(connection& c, std::string_view bytes) {
     if (!c.out.empty()) {
+      if (c.out.size() + bytes.size() > max_buffered_bytes) {
+        close_connection(c);
+        return false;
+      }
       c.out.append(bytes);
       return true;
     }
     ssize_t sent = send(c.fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      close(c);
+      close_connection(c);
       return false;
     }
     std::size_t taken = sent < 0 ? 0 : static_cast<std::size_t>(sent);
@@ -310,7 +370,7 @@ class reference_server {
       ssize_t sent = send(c.fd, c.out.data(), c.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
       if (sent < 0) {
-        close(c);
+        close_connection(c);
         return false;
       }
       c.out.erase(0, static_cast<std::size_t>(sent));
@@ -344,20 +404,20 @@ class reference_server {
         delete c;
       } else if (c->state == phase::streaming) {
         step_run(*c);
+        serve_buffered(*c);  // a request that came during the run, now that it ended
       } else if (c->state == phase::following) {
-        if (write(*c, heartbeat_chunk_)) schedule(*c, now + heartbeat_);
+        if (send_or_buffer(*c, heartbeat_chunk_)) schedule(*c, now + heartbeat_);
       }
     }
   }
 
-  void close(connection& c) {
+  void close_connection(connection& c) {
     if (c.closed) return;
     c.closed = true;
     if (c.followed_session != nullptr) std::erase(c.followed_session->followers, &c);
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
-    // An event later in this epoll batch may still name it, so it is freed after the
-    // pass; a pending timer entry frees it when it comes up.
+    c.fd = -1;
     if (!c.timer_pending) reap_.push_back(&c);
   }
 
@@ -367,42 +427,50 @@ class reference_server {
   }
 
   int listen_fd_;
-  int epoll_fd_;
+  int epoll_fd_ = -1;
   std::chrono::milliseconds heartbeat_;
   const std::string heartbeat_chunk_ = chunk_of(": heartbeat\n\n");
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers_;
   std::unordered_map<std::string, std::unique_ptr<session>> sessions_;
   long last_session_id_ = 0;
+  long last_run_id_ = 0;
   std::vector<connection*> reap_;  // closed in this pass, named by no timer entry
 };
+
+// A whole number in [low, high] from a flag's value, or nothing.
+std::optional<int> flag_number(const char* text, int low, int high) {
+  std::string_view s = text;
+  int n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc{} || end != s.data() + s.size() || n < low || n > high) return std::nullopt;
+  return n;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int port = 0;
   int heartbeat_s = 15;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     std::string_view flag = argv[i];
-    if (flag == "--port")
-      port = std::atoi(argv[i + 1]);
-    else if (flag == "--heartbeat")
-      heartbeat_s = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: reference_server [--port N] [--heartbeat SECONDS]\n");
+    std::optional<int> value;
+    if (i + 1 < argc && flag == "--port") value = flag_number(argv[i + 1], 0, 65535);
+    if (i + 1 < argc && flag == "--heartbeat") value = flag_number(argv[i + 1], 1, 3600);
+    if (!value) {
+      std::fprintf(stderr, "usage: reference_server [--port 0-65535] [--heartbeat 1-3600]\n");
       return 2;
     }
+    (flag == "--port" ? port : heartbeat_s) = *value;
   }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (fd < 0) fail("reference_server: socket");
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 4096) != 0) {
-    std::perror("reference_server: listen");
-    return 1;
-  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 4096) != 0) fail("reference_server: listen");
   socklen_t len = sizeof addr;
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   std::printf("listening on 127.0.0.1:%d\n", ntohs(addr.sin_port));

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 
 const sessions = new Map();
 let lastSessionId = 0;
+let lastRunId = 0;
 
 function createSession(body, res) {
   let mock = {};
@@ -25,19 +26,23 @@ function createSession(body, res) {
 }
 
 // K token events paced from the request on an absolute schedule (no drift), then done.
+// Token frames have the gateway's shape and size, as reference_server.cpp's do.
 function streamRun(session, res) {
+  const runId = `00000000-0000-7000-8000-${String(++lastRunId).padStart(12, '0')}`;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
   const start = performance.now();
   let next = 0;
   const step = () => {
     if (next < session.tokens) {
-      res.write(`id: ${++session.lastEventId}\nevent: token\ndata: {"text":"tok${next}"}\n\n`);
+      const content = `${next === 0 ? '' : ' '}tok${next}`;
+      const data = `{"run_id":"${runId}","source":"ai_agent","content":"${content}"}`;
+      res.write(`id: ${++session.lastEventId}\nevent: token\ndata: ${data}\n\n`);
       next += 1;
       if (session.rate > 0) setTimeout(step, Math.max(0, start + (next * 1000) / session.rate - performance.now()));
       else setImmediate(step);
     } else {
-      res.end(`id: ${++session.lastEventId}\nevent: done\ndata: {}\n\n`);
+      res.end(`id: ${++session.lastEventId}\nevent: done\ndata: {"run_id":"${runId}","source":"ai_agent"}\n\n`);
     }
   };
   step();
