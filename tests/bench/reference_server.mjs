@@ -33,7 +33,10 @@ function streamRun(session, res) {
   res.flushHeaders();
   const start = performance.now();
   let next = 0;
+  let gone = false;  // a client that leaves mid-run ends the run's timers
+  res.on('close', () => { gone = true; });
   const step = () => {
+    if (gone) return;
     if (next < session.tokens) {
       const content = `${next === 0 ? '' : ' '}tok${next}`;
       const data = `{"run_id":"${runId}","source":"ai_agent","content":"${content}"}`;
