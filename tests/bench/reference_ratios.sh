@@ -2,7 +2,11 @@
 # Issue 10's figures beside references measured in the same minutes: the gateway
 # (embedded defaults: SQLite file, mock agent) against tests/bench/reference_server
 # (one thread, epoll, no persistence, resumes from an in-memory ring) on the paced,
-# max-rate, idle and resume loads and, for the paced load, a Node reference
+# max-rate, idle and resume loads, and again as `c-spread` on the paced and resume
+# loads with its runs' paced tokens starting at spread moments (--spread-ms 50: one
+# token period at 20 a second), as independent streams do and as the gateway's
+# starts spread them; without it every run of sseload's burst shares the same few
+# milliseconds. For the paced load also a Node reference
 # (tests/bench/reference_server.mjs, no persistence). This machine is shared and its
 # speed moves by a third from day to day (docs/streaming.md): a figure is read
 # against the references of the same run of this script. The ratios move too, less.
@@ -48,6 +52,7 @@ start_server() {
     gateway) GATEWAY_PORT=0 GATEWAY_DB_PATH="$work/gw.db" GATEWAY_LOG_LEVEL=warn GATEWAY_SSE_HEARTBEAT_INTERVAL=5 \
                "$gateway" >"$out" 2>&1 & ;;
     c) "$reference" --port 0 --heartbeat 5 >"$out" 2>&1 & ;;
+    c-spread) "$reference" --port 0 --heartbeat 5 --spread-ms 50 >"$out" 2>&1 & ;;
     node) node "$root/tests/bench/reference_server.mjs" 0 >"$out" 2>&1 & ;;
   esac
   server_pid=$!
@@ -92,14 +97,14 @@ in_turn() {
   for ((i = 0; i < n; i++)); do measure "${servers[$(((i + round) % n))]}" "$label" "$@"; done
 }
 
-paced_servers=(gateway c)
+paced_servers=(gateway c c-spread)
 [ "$have_node" = 1 ] && paced_servers+=(node)
 for round in $(seq "$rounds"); do
   echo "# round $round of $rounds"
   in_turn "$round" paced "${paced_servers[@]}" -- stream -c 1000 -k 200 -r 20
   in_turn "$round" maxrate gateway c -- stream -c 1000 -k 200 -r 0 -min-time 30s
   in_turn "$round" idle gateway c -- idle -n 10000 -hold 15s
-  in_turn "$round" resume gateway c -- resume
+  in_turn "$round" resume gateway c c-spread -- resume
 done
 
 echo "# medians of $rounds (server workload figure median), then gateway / reference"

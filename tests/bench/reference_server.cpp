@@ -7,7 +7,8 @@
 // are small integers, sessions are never freed, and a request it does not know gets
 // a 404.
 //
-//   reference_server [--port N] [--heartbeat SECONDS]   (port 0: prints the port chosen)
+//   reference_server [--port N] [--heartbeat SECONDS] [--spread-ms N]
+//   (port 0: prints the port chosen)
 //
 // - POST /sessions {"config":{"mock":{"tokens":K,"tokens_per_second":R}}} -> 201 {"id":"N"}
 // - POST /sessions/N/messages -> chunked SSE: K `token` events paced at R a second
@@ -15,6 +16,10 @@
 //   pass goes out in one send, as the gateway coalesces a burst. The token frames
 //   have the gateway's shape and size (run id, source, content); the gateway's
 //   `status` and `usage` events (two a run) and its larger `done` are left out.
+//   With --spread-ms N (default 0), the Mth run's paced tokens start M mod N ms later
+//   than its request: streams that began at independent moments, as real ones do,
+//   instead of every run of a load tool's burst sharing the same few milliseconds
+//   (which lets one wake serve hundreds of streams; docs/streaming.md).
 // - GET /sessions/N/events -> chunked SSE: a comment at once, then every event the
 //   session's runs publish, and a heartbeat comment every --heartbeat seconds (default
 //   15). With `Last-Event-ID: M` it first replays the session's events after M from
@@ -79,6 +84,7 @@ struct connection {
   std::string run_id;
   int next_token = 0;
   clock_type::time_point run_start;
+  std::chrono::milliseconds run_phase{0};  // --spread-ms: when its paced tokens start after run_start
   session* followed_session = nullptr;  // following: the session whose followers list names it
   // A connection has at most one timer entry: its next token or its next heartbeat.
   bool timer_pending = false;
@@ -108,7 +114,8 @@ struct request {
 // Single-threaded: every member runs on the thread that calls run().
 class reference_server {
  public:
-  reference_server(int listen_fd, std::chrono::seconds heartbeat) : listen_fd_(listen_fd), heartbeat_(heartbeat) {
+  reference_server(int listen_fd, std::chrono::seconds heartbeat, std::chrono::milliseconds spread)
+      : listen_fd_(listen_fd), heartbeat_(heartbeat), spread_(spread) {
     epoll_fd_ = epoll_create1(0);
     if (epoll_fd_ < 0) fail("reference_server: epoll_create1");
     epoll_event ev{};
@@ -266,6 +273,7 @@ class reference_server {
     c.run_id = run_id;
     c.next_token = 0;
     c.run_start = clock_type::now();
+    if (spread_.count() > 0) c.run_phase = std::chrono::milliseconds(last_run_id_ % spread_.count());
     if (send_or_buffer(c, sse_head)) step_run(c);
   }
 
@@ -313,7 +321,7 @@ class reference_server {
   clock_type::time_point token_due(const connection& c, int index) const {
     double rate = c.run_session->tokens_per_second;
     if (rate <= 0) return c.run_start;
-    return c.run_start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(index / rate));
+    return c.run_start + c.run_phase + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(index / rate));
   }
 
   // The next event of s as a chunk, kept in s's ring for replays.
@@ -429,6 +437,7 @@ class reference_server {
   int listen_fd_;
   int epoll_fd_ = -1;
   std::chrono::milliseconds heartbeat_;
+  std::chrono::milliseconds spread_;
   const std::string heartbeat_chunk_ = chunk_of(": heartbeat\n\n");
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers_;
   std::unordered_map<std::string, std::unique_ptr<session>> sessions_;
@@ -451,16 +460,18 @@ std::optional<int> flag_number(const char* text, int low, int high) {
 int main(int argc, char** argv) {
   int port = 0;
   int heartbeat_s = 15;
+  int spread_ms = 0;
   for (int i = 1; i < argc; i += 2) {
     std::string_view flag = argv[i];
     std::optional<int> value;
     if (i + 1 < argc && flag == "--port") value = flag_number(argv[i + 1], 0, 65535);
     if (i + 1 < argc && flag == "--heartbeat") value = flag_number(argv[i + 1], 1, 3600);
+    if (i + 1 < argc && flag == "--spread-ms") value = flag_number(argv[i + 1], 0, 60000);
     if (!value) {
-      std::fprintf(stderr, "usage: reference_server [--port 0-65535] [--heartbeat 1-3600]\n");
+      std::fprintf(stderr, "usage: reference_server [--port 0-65535] [--heartbeat 1-3600] [--spread-ms 0-60000]\n");
       return 2;
     }
-    (flag == "--port" ? port : heartbeat_s) = *value;
+    (flag == "--port" ? port : flag == "--heartbeat" ? heartbeat_s : spread_ms) = *value;
   }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   if (fd < 0) fail("reference_server: socket");
@@ -475,5 +486,5 @@ int main(int argc, char** argv) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   std::printf("listening on 127.0.0.1:%d\n", ntohs(addr.sin_port));
   std::fflush(stdout);
-  reference_server(fd, std::chrono::seconds(heartbeat_s)).run();
+  reference_server(fd, std::chrono::seconds(heartbeat_s), std::chrono::milliseconds(spread_ms)).run();
 }
