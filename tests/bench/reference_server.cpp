@@ -16,10 +16,11 @@
 //   pass goes out in one send, as the gateway coalesces a burst. The token frames
 //   have the gateway's shape and size (run id, source, content); the gateway's
 //   `status` and `usage` events (two a run) and its larger `done` are left out.
-//   With --spread-ms N (default 0), the Mth run's paced tokens start M mod N ms later
-//   than its request: streams that began at independent moments, as real ones do,
-//   instead of every run of a load tool's burst sharing the same few milliseconds
-//   (which lets one wake serve hundreds of streams; docs/streaming.md).
+//   With --spread-ms N (default 0; 0 and 1 spread nothing), the Mth run's paced tokens
+//   start M mod N ms later than its request: streams that began at independent
+//   moments, as real ones do, instead of every run of a load tool's burst sharing the
+//   same few milliseconds (which lets one wake serve hundreds of streams;
+//   docs/streaming.md). Its time to first event grows by up to N - 1 ms.
 // - GET /sessions/N/events -> chunked SSE: a comment at once, then every event the
 //   session's runs publish, and a heartbeat comment every --heartbeat seconds (default
 //   15). With `Last-Event-ID: M` it first replays the session's events after M from
@@ -85,7 +86,7 @@ struct connection {
   int next_token = 0;
   clock_type::time_point run_start;
   std::chrono::milliseconds run_phase{0};  // --spread-ms: when its paced tokens start after run_start
-  session* followed_session = nullptr;  // following: the session whose followers list names it
+  session* followed_session = nullptr;     // following: the session whose followers list names it
   // A connection has at most one timer entry: its next token or its next heartbeat.
   bool timer_pending = false;
   // Closed connections are freed after the epoll pass that closed them (an event later
@@ -312,7 +313,8 @@ class reference_server {
     if (!next_due) batch += new_event(s, "done", "{\"run_id\":\"" + c.run_id + "\",\"source\":\"ai_agent\"}");
     if (!batch.empty()) publish(s, batch);
     if (!next_due) batch += "0\r\n\r\n";
-    if (!send_or_buffer(c, batch)) return;
+    // Nothing due yet (a run whose --spread-ms phase has not come): no empty send.
+    if (!batch.empty() && !send_or_buffer(c, batch)) return;
     if (next_due) return schedule(c, *next_due);
     c.state = phase::reading;
     c.run_session = nullptr;
@@ -321,7 +323,8 @@ class reference_server {
   clock_type::time_point token_due(const connection& c, int index) const {
     double rate = c.run_session->tokens_per_second;
     if (rate <= 0) return c.run_start;
-    return c.run_start + c.run_phase + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(index / rate));
+    return c.run_start + c.run_phase +
+           std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(index / rate));
   }
 
   // The next event of s as a chunk, kept in s's ring for replays.
