@@ -7,10 +7,10 @@
 # token period at 20 a second), as independent streams do and as the gateway's
 # starts spread them; without it every run of sseload's burst shares the same few
 # milliseconds (sseload's -ramp did not spread them: docs/streaming.md). For the
-# paced load also a Node reference
-# (tests/bench/reference_server.mjs, no persistence). This machine is shared and its
-# speed moves by a third from day to day (docs/streaming.md): a figure is read
-# against the references of the same run of this script. The ratios move too, less.
+# paced load also a Node reference (tests/bench/reference_server.mjs, no
+# persistence). This machine is shared and its speed moves by a third from day to
+# day (docs/streaming.md): a figure is read against the references of the same run
+# of this script. The ratios move too, less.
 #
 #   tests/bench/reference_ratios.sh [ROUNDS]    (default 3; each round runs every
 #                                                server once per workload, in an
