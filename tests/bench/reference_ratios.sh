@@ -17,6 +17,8 @@
 #                                                order that rotates by round)
 #
 # SSELOAD: the sseload binary (../shared/bench/sseload; default ~/sseload).
+# WORKLOADS: the workloads to run, by label (default every one: "paced maxrate idle
+# resume resume-replay resume-lone").
 # BUILD: the build directory (default build). Every run starts a fresh server on a
 # free loopback port with a 5 s heartbeat, and stops it by its PID. The summary is
 # the median per server and figure, then the gateway's median over each reference's.
@@ -100,12 +102,21 @@ in_turn() {
 
 paced_servers=(gateway c c-spread)
 [ "$have_node" = 1 ] && paced_servers+=(node)
+# wanted LABEL: is the workload in WORKLOADS (every one when unset)?
+wanted() { [ -z "${WORKLOADS:-}" ] || [[ " $WORKLOADS " == *" $1 "* ]]; }
 for round in $(seq "$rounds"); do
   echo "# round $round of $rounds"
-  in_turn "$round" paced "${paced_servers[@]}" -- stream -c 1000 -k 200 -r 20
-  in_turn "$round" maxrate gateway c -- stream -c 1000 -k 200 -r 0 -min-time 30s
-  in_turn "$round" idle gateway c -- idle -n 10000 -hold 15s
-  in_turn "$round" resume gateway c c-spread -- resume
+  wanted paced && in_turn "$round" paced "${paced_servers[@]}" -- stream -c 1000 -k 200 -r 20
+  wanted maxrate && in_turn "$round" maxrate gateway c -- stream -c 1000 -k 200 -r 0 -min-time 30s
+  wanted idle && in_turn "$round" idle gateway c -- idle -n 10000 -hold 15s
+  # sseload's resume reconnects one token period (50 ms) after the drop, so a
+  # reconnect often meets the next token on its way and waits for it; all ten
+  # subscribers drop at the same count, so their reconnects come together.
+  wanted resume && in_turn "$round" resume gateway c c-spread -- resume
+  # 75 ms: every reconnect finds an event waiting, so its wait is the replay's own.
+  wanted resume-replay && in_turn "$round" resume-replay gateway c c-spread -- resume -reconnect-delay 75ms
+  # One session: no other reconnect or run shares the moment (the replay path alone).
+  wanted resume-lone && in_turn "$round" resume-lone gateway c -- resume -sessions 1 -k 300 -drop-every 3 -reconnect-delay 75ms
 done
 
 echo "# medians of $rounds (server workload figure median), then gateway / reference"
