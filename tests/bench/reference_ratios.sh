@@ -104,6 +104,12 @@ paced_servers=(gateway c c-spread)
 [ "$have_node" = 1 ] && paced_servers+=(node)
 # wanted LABEL: is the workload in WORKLOADS (every one when unset)?
 wanted() { [ -z "${WORKLOADS:-}" ] || [[ " $WORKLOADS " == *" $1 "* ]]; }
+for w in ${WORKLOADS:-}; do
+  case "$w" in
+    paced | maxrate | idle | resume | resume-replay | resume-lone) ;;
+    *) echo "reference_ratios: unknown workload '$w' in WORKLOADS" >&2; exit 2 ;;
+  esac
+done
 for round in $(seq "$rounds"); do
   echo "# round $round of $rounds"
   wanted paced && in_turn "$round" paced "${paced_servers[@]}" -- stream -c 1000 -k 200 -r 20
