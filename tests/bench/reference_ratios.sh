@@ -6,15 +6,17 @@
 # loads with its runs' paced tokens starting at spread moments (--spread-ms 50: one
 # token period at 20 a second), as independent streams do and as the gateway's
 # starts spread them; without it every run of sseload's burst shares the same few
-# milliseconds (sseload's -ramp did not spread them: docs/streaming.md). For the
-# paced load also a Node reference (tests/bench/reference_server.mjs, no
-# persistence). This machine is shared and its speed moves by a third from day to
+# milliseconds (sseload's -ramp did not spread them: docs/streaming.md). Two more
+# resume loads take that figure apart: resume-replay (reconnects half a period after
+# a token, so an event should be waiting) and resume-lone (one session, gateway and
+# c only). For the paced load also a Node reference
+# (tests/bench/reference_server.mjs, no persistence). This machine is shared and its speed moves by a third from day to
 # day (docs/streaming.md): a figure is read against the references of the same run
 # of this script. The ratios move too, less.
 #
 #   tests/bench/reference_ratios.sh [ROUNDS]    (default 3; each round runs every
-#                                                server once per workload, in an
-#                                                order that rotates by round)
+#                                                server once per selected workload,
+#                                                in an order that rotates by round)
 #
 # SSELOAD: the sseload binary (../shared/bench/sseload; default ~/sseload).
 # WORKLOADS: the workloads to run, by label (default every one: "paced maxrate idle
@@ -116,10 +118,11 @@ for round in $(seq "$rounds"); do
   wanted maxrate && in_turn "$round" maxrate gateway c -- stream -c 1000 -k 200 -r 0 -min-time 30s
   wanted idle && in_turn "$round" idle gateway c -- idle -n 10000 -hold 15s
   # sseload's resume reconnects one token period (50 ms) after the drop, so a
-  # reconnect often meets the next token on its way and waits for it; all ten
+  # reconnect may come before the next token is committed and wait for it; all ten
   # subscribers drop at the same count, so their reconnects come together.
   wanted resume && in_turn "$round" resume gateway c c-spread -- resume
-  # 75 ms: every reconnect finds an event waiting, so its wait is the replay's own.
+  # 75 ms: about half a period after a token was due, so an event should be waiting
+  # and the wait is the replay's own.
   wanted resume-replay && in_turn "$round" resume-replay gateway c c-spread -- resume -reconnect-delay 75ms
   # One session: no other reconnect or run shares the moment (the replay path alone).
   wanted resume-lone && in_turn "$round" resume-lone gateway c -- resume -sessions 1 -k 300 -drop-every 3 -reconnect-delay 75ms
