@@ -10,9 +10,9 @@
 # resume loads take that figure apart: resume-replay (reconnects half a period after
 # a token, so an event should be waiting) and resume-lone (one session, gateway and
 # c only). For the paced load also a Node reference
-# (tests/bench/reference_server.mjs, no persistence). This machine is shared and its speed moves by a third from day to
-# day (docs/streaming.md): a figure is read against the references of the same run
-# of this script. The ratios move too, less.
+# (tests/bench/reference_server.mjs, no persistence). This machine is shared and
+# its speed moves by a third from day to day (docs/streaming.md): a figure is read
+# against the references of the same run of this script. The ratios move too, less.
 #
 #   tests/bench/reference_ratios.sh [ROUNDS]    (default 3; each round runs every
 #                                                server once per selected workload,
