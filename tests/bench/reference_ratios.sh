@@ -24,7 +24,10 @@
 # BUILD: the build directory (default build). Every run starts a fresh server on a
 # free loopback port with a 5 s heartbeat, and stops it by its PID. The summary is
 # the median per server and figure, then the gateway's median over each reference's.
-# A failed measurement is reported and left out; the script then exits 1.
+# A failed measurement is reported and left out; the script then exits 1. Each round
+# first measures how late the machine itself wakes an idle thread (tests/bench/
+# wake_latency, 5 s): on this shared virtual machine that moves by the hour, and the
+# paced jitter and resume figures of every server move with it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 rounds="${1:-3}"
@@ -32,7 +35,8 @@ sseload="${SSELOAD:-$HOME/sseload}"
 build="${BUILD:-$root/build}"
 gateway="$build/agent-gateway"
 reference="$build/tests/bench/reference_server"
-for f in "$sseload" "$gateway" "$reference"; do
+wake="$build/tests/bench/wake_latency"
+for f in "$sseload" "$gateway" "$reference" "$wake"; do
   [ -x "$f" ] || { echo "reference_ratios: no executable at $f (set SSELOAD / BUILD)" >&2; exit 2; }
 done
 have_node=0
@@ -91,6 +95,15 @@ measure() {
   echo "$name $label $figures" | tee -a "$work/results"
 }
 
+# machine_wake: how late this machine wakes an idle thread in these minutes
+# (tests/bench/wake_latency, 5 s, no server running); a line of the results like a
+# server's, so the summary has its median.
+machine_wake() {
+  local figures
+  figures="$("$wake" --seconds 5 | grep -oE '(p50_ms|p99_ms|p999_ms|max_ms)=[0-9.]+' | tr '\n' ' ')"
+  echo "machine wake $figures" | tee -a "$work/results"
+}
+
 # in_turn ROUND LABEL SERVERS -- WORKLOAD...: measures each server, the order rotated by ROUND.
 in_turn() {
   local round="$1" label="$2"
@@ -114,6 +127,7 @@ for w in ${WORKLOADS:-}; do
 done
 for round in $(seq "$rounds"); do
   echo "# round $round of $rounds"
+  machine_wake
   wanted paced && in_turn "$round" paced "${paced_servers[@]}" -- stream -c 1000 -k 200 -r 20
   wanted maxrate && in_turn "$round" maxrate gateway c -- stream -c 1000 -k 200 -r 0 -min-time 30s
   wanted idle && in_turn "$round" idle gateway c -- idle -n 10000 -hold 15s
