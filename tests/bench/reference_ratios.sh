@@ -26,8 +26,8 @@
 # the median per server and figure, then the gateway's median over each reference's.
 # A failed measurement is reported and left out; the script then exits 1. Each round
 # first measures how late the machine itself wakes an idle thread (tests/bench/
-# wake_latency, 5 s): on this shared virtual machine that moves by the hour, and the
-# paced jitter and resume figures of every server move with it.
+# wake_latency, 5 s): on this shared virtual machine that moves by the hour. It is
+# context for the paced jitter and resume figures, not a correction of them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 rounds="${1:-3}"
@@ -100,7 +100,12 @@ measure() {
 # server's, so the summary has its median.
 machine_wake() {
   local figures
-  figures="$("$wake" --seconds 5 | grep -oE '(p50_ms|p99_ms|p999_ms|max_ms)=[0-9.]+' | tr '\n' ' ')"
+  figures="$("$wake" --seconds 5 | grep -oE '(p50_ms|p99_ms|p999_ms|max_ms)=[0-9.]+' | tr '\n' ' ')" || true
+  if [ -z "$figures" ]; then
+    echo "reference_ratios: machine wake failed" >&2
+    failed=1
+    return 0
+  fi
   echo "machine wake $figures" | tee -a "$work/results"
 }
 

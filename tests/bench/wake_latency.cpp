@@ -1,10 +1,11 @@
-// How late this machine wakes a sleeping thread, right now: a yardstick for reading
-// the paced and resume figures, which are timer wakes and socket wakes of mostly idle
-// threads. On a shared virtual machine the host decides when an idle virtual CPU runs
-// again; in some hours that adds milliseconds to a wake, for every server alike
-// (docs/streaming.md, "How late the machine wakes a thread"). No server is involved.
+// How late this machine wakes a sleeping thread, right now: context for reading the
+// paced and resume figures, which are made of timer wakes and socket wakes of mostly
+// idle threads. On a shared virtual machine the host decides when an idle virtual CPU
+// runs again, and in some hours that adds milliseconds to a wake. It does not explain
+// every noisy hour (docs/streaming.md, "How late the machine wakes a thread"). No
+// server is involved.
 //
-//   wake_latency [--seconds S] [--period-us P]   (defaults: 5 s, 1,000 µs)
+//   wake_latency [--seconds 1-600] [--period-us 100-1000000]   (defaults: 5, 1000)
 //
 // One thread sleeps to absolute deadlines P apart (clock_nanosleep, TIMER_ABSTIME on
 // CLOCK_MONOTONIC) and records how long after each deadline it ran again. A deadline
@@ -14,11 +15,13 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -31,16 +34,13 @@ std::int64_t now_ns() {
   return t.tv_sec * ns_per_s + t.tv_nsec;
 }
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "wake_latency: %s\nusage: wake_latency [--seconds S] [--period-us P]\n", why);
-  std::exit(2);
-}
+constexpr const char* usage_line = "usage: wake_latency [--seconds 1-600] [--period-us 100-1000000]\n";
 
-double positive_number(const char* text, const char* name) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(v > 0)) usage((std::string(name) + " must be a positive number").c_str());
-  return v;
+std::optional<std::int64_t> flag_number(std::string_view text, std::int64_t low, std::int64_t high) {
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end != text.data() + text.size() || n < low || n > high) return std::nullopt;
+  return n;
 }
 
 // The value at quantile q (0..1) of sorted values.
@@ -52,38 +52,47 @@ double at(const std::vector<double>& sorted, double q) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 5;
-  double period_us = 1000;
-  for (int i = 1; i < argc; ++i) {
-    const bool has_value = i + 1 < argc;
-    if (std::strcmp(argv[i], "--seconds") == 0 && has_value) {
-      seconds = positive_number(argv[++i], "--seconds");
-    } else if (std::strcmp(argv[i], "--period-us") == 0 && has_value) {
-      period_us = positive_number(argv[++i], "--period-us");
-    } else {
-      usage((std::string("unknown or incomplete argument ") + argv[i]).c_str());
+  std::int64_t seconds = 5;
+  std::int64_t period_us = 1000;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    std::optional<std::int64_t> value;
+    if (i + 1 < argc && flag == "--seconds") value = flag_number(argv[i + 1], 1, 600);
+    if (i + 1 < argc && flag == "--period-us") value = flag_number(argv[i + 1], 100, 1'000'000);
+    if (!value) {
+      std::fprintf(stderr, "wake_latency: bad or unknown argument %s\n%s", argv[i], usage_line);
+      return 2;
     }
+    (flag == "--seconds" ? seconds : period_us) = *value;
   }
-  const auto period_ns = static_cast<std::int64_t>(period_us * 1000);
-  if (period_ns < 10'000) usage("--period-us must be at least 10");
-  const std::int64_t end = now_ns() + static_cast<std::int64_t>(seconds * ns_per_s);
+  const std::int64_t period_ns = period_us * 1000;
+  const std::int64_t end = now_ns() + seconds * ns_per_s;
 
   std::vector<double> late_ms;
-  late_ms.reserve(static_cast<std::size_t>(seconds * ns_per_s / static_cast<double>(period_ns)) + 1);
+  late_ms.reserve(static_cast<std::size_t>(seconds * ns_per_s / period_ns) + 1);  // at most 6e6 wakes: 48 MB
   std::int64_t deadline = now_ns() + period_ns;
   while (deadline < end) {
     const timespec when{static_cast<time_t>(deadline / ns_per_s), static_cast<long>(deadline % ns_per_s)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, nullptr) != 0) {
-      // EINTR: sleep on to the same deadline.
+    int rc = 0;
+    while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, nullptr)) == EINTR) {
+      // A signal: sleep on to the same deadline.
+    }
+    if (rc != 0) {
+      std::fprintf(stderr, "wake_latency: clock_nanosleep: %s\n", std::strerror(rc));
+      return 1;
     }
     const std::int64_t woke = now_ns();
     late_ms.push_back(static_cast<double>(woke - deadline) / 1e6);
     deadline += period_ns;
     if (deadline <= woke) deadline += ((woke - deadline) / period_ns + 1) * period_ns;  // skip the passed ones
   }
-  if (late_ms.empty()) usage("--seconds is shorter than one period");
+  if (late_ms.empty()) {
+    std::fprintf(stderr, "wake_latency: --seconds is shorter than one period\n");
+    return 2;
+  }
   std::sort(late_ms.begin(), late_ms.end());
-  std::printf("wake_latency period_us=%.0f wakes=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n", period_us,
-              late_ms.size(), at(late_ms, 0.5), at(late_ms, 0.9), at(late_ms, 0.99), at(late_ms, 0.999), late_ms.back());
+  std::printf("wake_latency period_us=%lld wakes=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n",
+              static_cast<long long>(period_us), late_ms.size(), at(late_ms, 0.5), at(late_ms, 0.9), at(late_ms, 0.99),
+              at(late_ms, 0.999), late_ms.back());
   return 0;
 }

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,8 +98,27 @@ struct stalled_attempt {
   followed_run run;
   std::int64_t late_with = 0;
   std::int64_t late_without = 0;
+};
 
-  bool punctual() const { return run.fast_done < baseline.fast_done + 500ms && late_with <= late_without + 5000; }
+// The best the fast follower did without a stalled subscriber, over the attempts so
+// far. A pause in a run without one only raises its figures, so the best of them is
+// the bar: a pause there never loosens it.
+struct punctuality_bar {
+  // Allowed with a stalled subscriber: up to 500 ms later to done, and up to 5 ms more
+  // token lateness at p99.
+  static constexpr std::chrono::milliseconds done_slack{500};
+  static constexpr std::int64_t late_slack_us = 5000;
+
+  std::chrono::milliseconds done = std::chrono::milliseconds::max();
+  std::int64_t late_us = std::numeric_limits<std::int64_t>::max();
+
+  void lower_to(const stalled_attempt& a) {
+    done = std::min(done, a.baseline.fast_done);
+    late_us = std::min(late_us, a.late_without);
+  }
+  bool met_by(const stalled_attempt& a) const {
+    return a.run.fast_done < done + done_slack && a.late_with <= late_us + late_slack_us;
+  }
 };
 
 constexpr const char* stalled_mock = R"({"tokens":6000,"tokens_per_second":2000})";
@@ -124,21 +145,26 @@ void measure(stalled_attempt& a) {
 TEST_CASE("resume: a stalled subscriber slows neither the run nor a fast one, and gets every event once it reads") {
   // Token by token, the fast follower is as punctual with the stalled subscriber as
   // without. Each figure is one run on a machine shared with other work, where a pause
-  // of a few tens of milliseconds can land in either run; so a miss is measured again on
-  // a fresh server, up to five times. A stalled subscriber that held up the others
-  // would miss every time.
+  // of a few tens of milliseconds can land in any run (docs/streaming.md, "How late the
+  // machine wakes a thread"); so a miss is measured again on a fresh server, up to eight
+  // times, against the best run without a stalled subscriber so far. A stalled
+  // subscriber that made the others more than 5 ms later at p99 misses every attempt.
   std::optional<stalled_attempt> a;
-  for (int attempt = 1; attempt <= 5; ++attempt) {
+  punctuality_bar bar;
+  for (int attempt = 1; attempt <= 8; ++attempt) {
     a.reset();  // its readers close before its server stops
     a.emplace();
     measure(*a);
+    bar.lower_to(*a);
     MESSAGE("attempt " << attempt << ": fast follower done after " << a->run.fast_done.count()
                        << " ms with a stalled subscriber, " << a->baseline.fast_done.count() << " ms without; token lateness p99 "
-                       << a->late_with << " us with, " << a->late_without << " us without");
-    if (a->punctual()) break;
+                       << a->late_with << " us with, " << a->late_without
+                       << " us without (best without so far: " << bar.done.count() << " ms, " << bar.late_us << " us)");
+    if (bar.met_by(*a)) break;
   }
-  CHECK(a->run.fast_done < a->baseline.fast_done + 500ms);
-  CHECK(a->late_with <= a->late_without + 5000);
+  // met_by(), one condition at a time, so that a failure shows the figures.
+  CHECK(a->run.fast_done.count() < (bar.done + punctuality_bar::done_slack).count());
+  CHECK(a->late_with <= bar.late_us + punctuality_bar::late_slack_us);
 
   const auto port = a->gw->port();
   const std::string run_id = a->run.post->head.header("X-Run-Id");
