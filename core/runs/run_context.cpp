@@ -19,7 +19,8 @@ run_context::run_context(std::shared_ptr<session_channel> channel, std::shared_p
       session_(std::move(session)),
       conversation_(std::move(conversation)),
       tools_(tools),
-      checkpoint_version_(checkpoint_version) {
+      checkpoint_version_(checkpoint_version),
+      checkpointed_messages_(conversation_.messages.size()) {
   if (!conversation_.messages.empty()) user_message_id_ = conversation_.messages.back().id;
 }
 
@@ -102,15 +103,11 @@ net::awaitable<void> run_context::hand_to_client(const std::vector<tool_request>
 }
 
 net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_record> outbox) {
-  // Messages before this run's user message are unchanged: the version holds only this
-  // run's tail (and its state), so the write costs what the run added, not the conversation.
-  std::size_t changed_from = 0;
-  for (std::size_t i = conversation_.messages.size(); i-- > 0;)
-    if (conversation_.messages[i].id == user_message_id_) {
-      changed_from = i;
-      break;
-    }
-  auto delta = make_checkpoint_delta(session_, ++checkpoint_version_, conversation_, changed_from);
+  // The messages the newest version already holds are unchanged (a run only appends):
+  // the version holds what the run added since (and its state), so the write, its
+  // projection rows and the chain's bytes cost what the run added, not the conversation,
+  // and not this run's earlier messages again.
+  auto delta = make_checkpoint_delta(session_, ++checkpoint_version_, conversation_, checkpointed_messages_);
   // The run waits for this write, so its conversation stands still until the job is done.
   delta.whole_state = &conversation_;
   // Fenced like the run's events: a run whose lease another node took writes no checkpoint.
@@ -124,6 +121,8 @@ net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_reco
     if (outbox) c.insert_webhook_delivery(*outbox);
   };
   co_await channel_->store().async_write(std::move(write), net::use_awaitable);
+  // Only once committed: after a failed write the next delta still starts from the last stored version's count.
+  checkpointed_messages_ = conversation_.messages.size();
 }
 
 }  // namespace agw::core

@@ -82,6 +82,8 @@ class run_context {
   const session_record& session() const { return session_; }
   const boost::json::object& config() const { return session_.config; }
   const conversation_state& conversation() const { return conversation_; }
+  // For appending: checkpoint() writes only the messages added since the last one, so
+  // a message already checkpointed must not be changed in place.
   conversation_state& conversation() { return conversation_; }
   const std::string& user_message_id() const { return user_message_id_; }
   std::int64_t checkpoint_version() const { return checkpoint_version_; }  // the newest one this run wrote
@@ -100,6 +102,9 @@ class run_context {
   conversation_state conversation_;
   tool_runner& tools_;
   std::int64_t checkpoint_version_;
+  // Messages the newest version this run knows holds: the conversation it started
+  // from, then each of its committed checkpoints. The next delta starts here.
+  std::size_t checkpointed_messages_;
   std::string user_message_id_;
   std::string content_;
   std::int64_t tokens_ = 0;

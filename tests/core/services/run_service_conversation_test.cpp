@@ -82,3 +82,39 @@ TEST_CASE("run_service: a kept conversation the store has moved past is not used
   CHECK(latest->state.messages[3].content == "second");
   CHECK(latest->version == 5);
 }
+
+namespace {
+std::size_t count_calls(const std::vector<std::string>& calls, const char* name) {
+  return static_cast<std::size_t>(
+      std::count_if(calls.begin(), calls.end(), [&](const std::string& c) { return c.ends_with(std::string(":") + name); }));
+}
+}  // namespace
+
+TEST_CASE("run_service: a run's checkpoints write each of its messages once, not the ones before again") {
+  services_fixture f;
+  // A tool step: the run checkpoints after the tool's result, then at its end.
+  auto s =
+      f.create(R"({"config": {"mock": {"tokens": 2, "tool_calls": [{"name": "calculator", "args": {"expression": "2+3"}}]}}})");
+  f.await(f.runs.start(s.session, message("add")));
+  f.settle();
+  const auto from = f.db.calls().size();
+  f.await(f.runs.start(s.session, message("again")));
+  f.settle();
+  const auto calls = calls_since(f.db, from);
+  // Its user message (with the start's checkpoint), the call, the tool's result, the answer:
+  // each projected once. Before, each checkpoint rewrote the run's messages from its user message on.
+  CHECK(count_calls(calls, "append_checkpoint") == 3);
+  CHECK(count_calls(calls, "upsert_message") == 4);
+
+  auto conn = f.db.connect();
+  const auto latest = conn->latest_conversation(s.session.thread_id);
+  REQUIRE(latest);
+  REQUIRE(latest->state.messages.size() == 8);
+  std::vector<std::string> roles;
+  for (const auto& m : latest->state.messages) roles.push_back(m.role);
+  CHECK(roles == std::vector<std::string>{"user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"});
+  CHECK(latest->state.messages[4].content == "again");
+  CHECK(latest->state.run->state == "completed");
+  // The projection is the checkpoint's conversation, row for row.
+  CHECK_FALSE(agw::core::projection_drifted(*conn, conn->find_session(s.session.id).value()));
+}
