@@ -102,8 +102,9 @@ sqlite_database::sqlite_database(const std::string& path, const options& opts) {
     throw core::store_error(message);
   }
   sqlite3_extended_result_codes(db_, 1);
-  // Writers queue behind each other for up to 5 s rather than failing at once.
-  sqlite3_busy_timeout(db_, 5000);
+  // Writers queue behind each other (and the checkpointer's RESTART) for up to 5 s
+  // rather than failing at once.
+  busy_wait_.install(db_);
   exec("PRAGMA journal_mode=WAL");
   // NORMAL in WAL mode survives a process kill; only power loss may drop the last commits.
   exec("PRAGMA synchronous=NORMAL");

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "persistence/sqlite_busy_wait.hpp"
+
 namespace agw::persistence {
 
 class statement {
@@ -54,7 +56,8 @@ class sqlite_database {
     // pages every commit touches, or each commit reads them back from the WAL.
     int cache_kib = 2048;
   };
-  // Opens (creating) the file in WAL mode with foreign keys and a busy timeout.
+  // Opens (creating) the file in WAL mode with foreign keys; a lock another connection
+  // holds is waited for up to 5 s, in short steps (persistence/sqlite_busy_wait.hpp).
   explicit sqlite_database(const std::string& path) : sqlite_database(path, options{}) {}
   sqlite_database(const std::string& path, const options& opts);
   ~sqlite_database();
@@ -72,6 +75,7 @@ class sqlite_database {
 
  private:
   sqlite3* db_ = nullptr;
+  sqlite_busy_wait busy_wait_{std::chrono::milliseconds(5000)};  // outlives db_'s use: closed in the destructor
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
 };
 
