@@ -21,9 +21,12 @@ std::vector<std::string> calls_since(const agw::test::fake_db& db, std::size_t f
   return {all.begin() + static_cast<std::ptrdiff_t>(std::min(from, all.size())), all.end()};
 }
 
-bool any_call(const std::vector<std::string>& calls, const char* name) {
-  return std::any_of(calls.begin(), calls.end(), [&](const std::string& c) { return c.ends_with(std::string(":") + name); });
+std::size_t count_calls(const std::vector<std::string>& calls, const char* name) {
+  return static_cast<std::size_t>(
+      std::count_if(calls.begin(), calls.end(), [&](const std::string& c) { return c.ends_with(std::string(":") + name); }));
 }
+
+bool any_call(const std::vector<std::string>& calls, const char* name) { return count_calls(calls, name) > 0; }
 
 }  // namespace
 
@@ -82,13 +85,6 @@ TEST_CASE("run_service: a kept conversation the store has moved past is not used
   CHECK(latest->state.messages[3].content == "second");
   CHECK(latest->version == 5);
 }
-
-namespace {
-std::size_t count_calls(const std::vector<std::string>& calls, const char* name) {
-  return static_cast<std::size_t>(
-      std::count_if(calls.begin(), calls.end(), [&](const std::string& c) { return c.ends_with(std::string(":") + name); }));
-}
-}  // namespace
 
 TEST_CASE("run_service: a run's checkpoints write each of its messages once, not the ones before again") {
   services_fixture f;
