@@ -16,7 +16,8 @@ std::chrono::microseconds sqlite_busy_wait::step_after(std::chrono::steady_clock
 int sqlite_busy_wait::on_busy(void* self, int tries) {
   auto& wait = *static_cast<sqlite_busy_wait*>(self);
   const auto now = std::chrono::steady_clock::now();
-  if (tries == 0) wait.began_ = now;
+  if (tries == 0 || now - wait.last_call_ > new_wait_gap) wait.began_ = now;
+  wait.last_call_ = now;
   const auto waited = now - wait.began_;
   if (waited >= wait.limit_) return 0;
   std::this_thread::sleep_for(step_after(waited));

@@ -9,7 +9,8 @@
 // RESTARTs of 14 ms to 1.7 s and the writer's BEGIN held up to 330 ms
 // (docs/streaming.md, "Lock waits in short steps"). Here a wait tries again after
 // 50 µs during its first 2 ms, 250 µs up to 50 ms, then every millisecond, and gives
-// up (SQLITE_BUSY) after `limit`, as the busy timeout did.
+// up (SQLITE_BUSY) after `limit`, as the busy timeout did. (The kernel's timer slack
+// makes a 50 µs sleep ~100 µs.)
 #include <sqlite3.h>
 
 #include <chrono>
@@ -25,12 +26,18 @@ class sqlite_busy_wait {
   // The step to sleep after a wait of `waited` so far.
   static std::chrono::microseconds step_after(std::chrono::steady_clock::duration waited);
 
- private:
-  // SQLite's callback: `tries` is 0 on a wait's first call. Nonzero: try again.
+  // SQLite's callback (public for the tests): nonzero, try again after a step's sleep;
+  // 0, give up. `tries` counts the calls since SQLite last reset it, which it does per
+  // statement, not per wait: a call long after the one before (more than
+  // `new_wait_gap`) also starts a new wait, so a second wait in one statement gets its
+  // own limit.
   static int on_busy(void* self, int tries);
+  static constexpr std::chrono::milliseconds new_wait_gap{10};
 
+ private:
   std::chrono::milliseconds limit_;
-  std::chrono::steady_clock::time_point began_;  // the current wait's first call
+  std::chrono::steady_clock::time_point began_;      // the current wait's first call
+  std::chrono::steady_clock::time_point last_call_;  // the latest call
 };
 
 }  // namespace agw::persistence

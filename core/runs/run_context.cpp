@@ -121,7 +121,8 @@ net::awaitable<void> run_context::checkpoint(std::optional<webhook_delivery_reco
     if (outbox) c.insert_webhook_delivery(*outbox);
   };
   co_await channel_->store().async_write(std::move(write), net::use_awaitable);
-  // Only once committed: after a failed write the next delta still starts from the last stored version's count.
+  // Counted only once committed: a delta starts from what the store holds. (A failed write
+  // ends the run's checkpoints: its version number is spent, and the store refuses the next.)
   checkpointed_messages_ = conversation_.messages.size();
 }
 

@@ -85,3 +85,16 @@ TEST_CASE("sqlite_busy_wait: a lock held past the limit is SQLITE_BUSY, and the 
   CHECK(waiter.exec("BEGIN IMMEDIATE; INSERT INTO t VALUES (1); COMMIT") == SQLITE_OK);
   letting_go.join();
 }
+
+TEST_CASE("sqlite_busy_wait: a call long after the one before starts a new wait, even when SQLite did not reset its count") {
+  sqlite_busy_wait wait(30ms);
+  // One wait, called until it gives up: at least its limit.
+  const auto started = std::chrono::steady_clock::now();
+  int tries = 0;
+  while (sqlite_busy_wait::on_busy(&wait, tries) != 0) ++tries;
+  CHECK(std::chrono::steady_clock::now() - started >= 30ms);
+  CHECK(tries > 0);
+  // A later wait in the same statement: SQLite's count goes on from where it was.
+  std::this_thread::sleep_for(sqlite_busy_wait::new_wait_gap + 5ms);
+  CHECK(sqlite_busy_wait::on_busy(&wait, tries + 1) == 1);
+}
