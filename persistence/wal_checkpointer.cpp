@@ -44,10 +44,10 @@ void wal_checkpointer::loop(const std::string& db_path, int nice) {
       // Under steady commits a PASSIVE checkpoint never catches the last frame, and the
       // WAL only starts over once one has: it would grow for as long as the load lasts.
       // So past the threshold a RESTART follows, which holds every write back while it
-      // copies what is left and syncs. What is left is what the commits added during
-      // the last PASSIVE pass: after a long pass (a full WAL at full load) that took
-      // a RESTART ~300 ms to copy. More PASSIVE passes first, each copying what came
-      // during the one before, until a pass had little to copy.
+      // waits for readers on older snapshots, copies what is left and syncs. What is left
+      // is what the commits added during the last PASSIVE pass: after a long pass (a full
+      // WAL at full load) that took a RESTART ~300 ms to copy. More PASSIVE passes first,
+      // each copying what came during the one before, until a pass had little to copy.
       for (int pass = 1; rc == SQLITE_OK && wal_frames > restart_wal_frames && pass < catch_up_passes; ++pass) {
         const int copied_before = copied;
         rc = sqlite3_wal_checkpoint_v2(db.handle(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
