@@ -146,7 +146,7 @@ net::awaitable<void> commit_pipeline::wait_committed(std::int64_t id) {
 }
 
 net::awaitable<void> commit_pipeline::wait_below_watermark() {
-  while (pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_ && !fenced_) {
+  while (above_watermark()) {
     auto timer = std::make_shared<net::steady_timer>(strand_, net::steady_timer::time_point::max());
     watermark_waiters_.push_back(timer);
     co_await timer->async_wait(net::as_tuple(net::use_awaitable));

@@ -60,6 +60,9 @@ class commit_pipeline {
   boost::asio::awaitable<void> wait_committed(std::int64_t id);
   // Waits while more than the high watermark of events await their commit.
   boost::asio::awaitable<void> wait_below_watermark();
+  // Would wait_below_watermark() wait now? A run checks first and skips the coroutine
+  // (its frame) on the usual path, where storage keeps up.
+  bool above_watermark() const { return pending_.size() + in_flight_count_ >= opts_.high_watermark && !closed_ && !fenced_; }
 
   std::int64_t committed_id() const { return committed_id_; }
   bool idle() const { return pending_.empty() && !in_flight_; }

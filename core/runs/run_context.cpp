@@ -25,9 +25,25 @@ run_context::run_context(std::shared_ptr<session_channel> channel, std::shared_p
 }
 
 net::awaitable<void> run_context::pace() {
-  // Bounded: a run that outpaces storage waits here instead of growing memory.
-  co_await channel_->wait_below_watermark();
-  if (++published_ % 8 == 0) co_await net::post(channel_->strand(), net::use_awaitable);
+  // Bounded: a run that outpaces storage waits here instead of growing memory. Asked
+  // first: the wait is a coroutine of its own (a frame per call), and storage keeps up
+  // nearly always.
+  if (channel_->above_watermark()) {
+    co_await channel_->wait_below_watermark();
+    paced_since_yield_ = 0;  // it waited: others on the thread had their turn
+  }
+  // A run that never waits (a full-speed mock, an upstream whose tokens are already read)
+  // lets the others on its io thread go every 8 events. One that sleeps between its
+  // events (sleep_until) gives the thread up each time, and needs no extra turn.
+  if (++paced_since_yield_ >= 8) {
+    paced_since_yield_ = 0;
+    co_await net::post(channel_->strand(), net::use_awaitable);
+  }
+}
+
+net::awaitable<bool> run_context::sleep_until(steady_time t) {
+  paced_since_yield_ = 0;  // the sleep gives the io thread up: a timer's completion is always queued
+  return run_->sleep_until(t);
 }
 
 void run_context::publish(event_type type, const boost::json::object& data) {

@@ -71,7 +71,7 @@ class run_context {
   // --- state ---
   bool aborted() const { return run_->abort_requested(); }
   // Deadlines are time().steady_now() + d; an abort ends the sleep early (false).
-  boost::asio::awaitable<bool> sleep_until(steady_time t) { return run_->sleep_until(t); }
+  boost::asio::awaitable<bool> sleep_until(steady_time t);
   const clock& time() const { return run_->time(); }
   void fail(std::string code, std::string message) { failure_ = run_failure{std::move(code), std::move(message)}; }
   const std::optional<run_failure>& failure() const { return failure_; }
@@ -108,7 +108,7 @@ class run_context {
   std::string user_message_id_;
   std::string content_;
   std::int64_t tokens_ = 0;
-  std::uint64_t published_ = 0;
+  std::uint32_t paced_since_yield_ = 0;  // pace() calls since the run last gave its io thread up
   std::optional<run_failure> failure_;
   usage_figures usage_;
   std::vector<client_tool> client_tools_;

@@ -153,11 +153,6 @@ net::awaitable<void> session_channel::wait_committed() {
   co_await std::move(waiting);
 }
 
-net::awaitable<void> session_channel::wait_below_watermark() {
-  auto waiting = pipeline_.wait_below_watermark();
-  co_await std::move(waiting);
-}
-
 void session_channel::subscribe(std::shared_ptr<subscriber> sub, std::int64_t after_id,
                                 std::function<void(const replay_info&)> on_replay) {
   if (closed_) {

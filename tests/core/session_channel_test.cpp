@@ -612,9 +612,16 @@ TEST_CASE("session_channel: wait_below_watermark holds the publisher until commi
   net::co_spawn(fx.channel->strand(), publish_past_watermark(fx.channel, 5, committed, resumed), net::detached);
   fx.run_for(60ms);
   CHECK_FALSE(resumed);  // 1 in flight + 4 pending >= 3
+  bool above = false;
+  fx.on_strand([&] { above = fx.channel->above_watermark(); });
+  fx.run_for(10ms);
+  CHECK(above);  // what a run asks before it waits
   fx.db.release_commits();
   fx.run();
   CHECK(resumed);
+  fx.on_strand([&] { above = fx.channel->above_watermark(); });
+  fx.run();
+  CHECK_FALSE(above);
   CHECK(committed >= 1);
   CHECK(fx.channel->last_committed_id() == 5);
 
