@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <boost/json/serializer.hpp>
+#include <cassert>
 #include <charconv>
+#include <cstring>
 
 namespace agw::core {
 
@@ -29,10 +31,15 @@ boost::json::serializer& thread_serializer() {
   return sr;
 }
 
+// Whether JSON escapes anything in `s` (control characters, quote, backslash).
+bool needs_escaping(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\'; });
+}
+
 void append_json_string(std::string& out, std::string_view s) {
-  // Most tokens hold nothing JSON escapes (control characters, quote, backslash): then
-  // the serializer's output is the text in quotes, written here directly.
-  if (std::none_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\'; })) {
+  // Most tokens hold nothing JSON escapes: then the serializer's output is the text in
+  // quotes, written here directly.
+  if (!needs_escaping(s)) {
     out += '"';
     out += s;
     out += '"';
@@ -76,6 +83,28 @@ event_frame::layout begin_frame(std::string& out, std::int64_t id, event_type ty
   return at;
 }
 
+// Writes a frame's pieces into a string sized for all of them first: one allocation,
+// and no capacity check or growth per piece (a token's frame is a dozen pieces, and
+// tokens are most of the events).
+class piece_writer {
+ public:
+  piece_writer(std::string& out, std::size_t size) : out_(out) {
+    out_.resize(size);
+    at_ = out_.data();
+  }
+  void put(std::string_view s) {
+    if (s.empty()) return;  // an empty view's data() may be null: not for memcpy
+    std::memcpy(at_, s.data(), s.size());
+    at_ += s.size();
+  }
+  std::uint32_t offset() const { return static_cast<std::uint32_t>(at_ - out_.data()); }
+  bool full() const { return at_ == out_.data() + out_.size(); }
+
+ private:
+  std::string& out_;
+  char* at_;
+};
+
 // Ends the frame begun by begin_frame and takes it.
 event_frame end_frame(std::int64_t id, event_type type, std::string text, event_frame::layout at) {
   at.data_len = static_cast<std::uint32_t>(text.size()) - at.data_at;
@@ -104,6 +133,48 @@ event_frame make_event_frame(std::int64_t id, event_type type, std::string_view 
 
 event_frame make_event_frame(std::int64_t id, event_type type, std::string_view run_id, std::string_view key,
                              std::string_view value, event_source source) {
+  if (!needs_escaping(key) && !needs_escaping(value)) {
+    // The usual case (a token, a status): the same bytes as below, each piece copied
+    // once into a string of the frame's exact size.
+    char digits[24];
+    const std::string_view number(digits,
+                                  static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, id).ptr - digits));
+    const std::string_view type_name = name_of(type), source_name = name_of(source);
+    constexpr std::string_view id_lead = "id: ", event_lead = "event: ", data_lead = "\ndata: ", run_lead = "{\"run_id\":\"",
+                               source_lead = "\",\"source\":\"", key_lead = "\",\"", value_lead = "\":\"", data_end = "\"}",
+                               frame_end = "\n\n";
+    const bool numbered = id >= 0;
+    const std::size_t size = (numbered ? id_lead.size() + number.size() + 1 : 0) + event_lead.size() + type_name.size() +
+                             data_lead.size() + run_lead.size() + run_id.size() + source_lead.size() + source_name.size() +
+                             key_lead.size() + key.size() + value_lead.size() + value.size() + data_end.size() + frame_end.size();
+    std::string text;
+    piece_writer out(text, size);
+    if (numbered) {
+      out.put(id_lead);
+      out.put(number);
+      out.put("\n");
+    }
+    out.put(event_lead);
+    out.put(type_name);
+    out.put(data_lead);
+    event_frame::layout at{};
+    at.data_at = out.offset();
+    out.put(run_lead);
+    at.run_at = out.offset();
+    at.run_len = static_cast<std::uint32_t>(run_id.size());
+    out.put(run_id);
+    out.put(source_lead);
+    out.put(source_name);
+    out.put(key_lead);
+    out.put(key);
+    out.put(value_lead);
+    out.put(value);
+    out.put(data_end);
+    at.data_len = out.offset() - at.data_at;
+    out.put(frame_end);
+    assert(out.full());
+    return event_frame(id, type, std::move(text), at);
+  }
   std::string text;
   text.reserve(80 + run_id.size() + key.size() + value.size());
   const auto at = begin_frame(text, id, type, run_id, name_of(source));

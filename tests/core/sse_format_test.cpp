@@ -92,6 +92,34 @@ TEST_CASE("sse_format: the one-string-member form writes what the object form wr
   }
 }
 
+TEST_CASE(
+    "sse_format: the one-string-member form matches the object form for every id, type, source and run, and so do its views") {
+  using agw::core::event_source;
+  const std::int64_t ids[] = {-1, 0, 9, 10, 99, 100, 1234567890123};
+  const event_type types[] = {event_type::token, event_type::status, event_type::done};
+  const event_source sources[] = {event_source::ai_agent, event_source::human_agent_on_behalf_of_ai_agent,
+                                  event_source::customer};
+  const char* runs[] = {"", "run-7", "0195f0c2-7a1e-7c3d-9a8b-4f2e6d1c0b9a"};
+  const char* values[] = {"", "hello", " brave"};
+  for (const auto id : ids)
+    for (const auto type : types)
+      for (const auto source : sources)
+        for (const char* run : runs)
+          for (const char* value : values) {
+            CAPTURE(id);
+            CAPTURE(run);
+            CAPTURE(value);
+            const auto fast = agw::core::make_event_frame(id, type, run, "status", value, source);
+            const auto slow = make_event_frame(id, type, run, {{"status", value}}, source);
+            CHECK(fast.sse == slow.sse);
+            CHECK(fast.data() == slow.data());
+            CHECK(fast.run_id() == run);
+            CHECK(fast.id == id);
+            CHECK(fast.type == type);
+            CHECK(fast.sse.find('\0') == std::string::npos);
+          }
+}
+
 TEST_CASE("sse_format: make_event_frame with the brief's example") {
   const auto f = make_event_frame(7, event_type::token, "r", {{"content", "a\nb"}});
   CHECK(f.sse == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"ai_agent\",\"content\":\"a\\nb\"}\n\n");
