@@ -5,7 +5,7 @@
 // committed is it handed to the owner (`released`), which puts it in the ring and
 // delivers it: no client ever sees an id that a crash could take back. A batch the
 // store refused keeps its ids and is sent again after a pause. The run that
-// publishes waits while more than `high_watermark` events are uncommitted; nobody
+// publishes waits while `high_watermark` events or more are uncommitted; nobody
 // else ever waits. While the session is being deleted, batches are released
 // without being stored (their rows are gone).
 //
@@ -58,7 +58,7 @@ class commit_pipeline {
   void push(frame_ptr event);
   // Waits until every event pushed so far is committed and released (or the pipeline closed).
   boost::asio::awaitable<void> wait_committed(std::int64_t id);
-  // Waits while more than the high watermark of events await their commit.
+  // Waits while the high watermark of events (or more) await their commit.
   boost::asio::awaitable<void> wait_below_watermark();
   // Would wait_below_watermark() wait now? A run checks first and skips the coroutine
   // (its frame) on the usual path, where storage keeps up.

@@ -42,7 +42,9 @@ net::awaitable<void> run_context::pace() {
 }
 
 net::awaitable<bool> run_context::sleep_until(steady_time t) {
-  paced_since_yield_ = 0;  // the sleep gives the io thread up: a timer's completion is always queued
+  // The sleep gives the io thread up: a timer's completion is always queued, never run
+  // inside the wait's call. (An aborted run's sleep returns at once, but the run then ends.)
+  paced_since_yield_ = 0;
   return run_->sleep_until(t);
 }
 

@@ -94,7 +94,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   std::int64_t publish_outside_run(event_type type, event_source source, const boost::json::object& data);
   // Waits until every event published so far is committed and released.
   boost::asio::awaitable<void> wait_committed();
-  // Waits while more than the high watermark of events await their commit: the
+  // Waits while the high watermark of events (or more) await their commit: the
   // pipeline's own coroutine, not one wrapping it (one frame less per wait).
   boost::asio::awaitable<void> wait_below_watermark() { return pipeline_.wait_below_watermark(); }
   // Whether wait_below_watermark() would wait now.

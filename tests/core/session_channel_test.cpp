@@ -625,6 +625,30 @@ TEST_CASE("session_channel: wait_below_watermark holds the publisher until commi
   CHECK(committed >= 1);
   CHECK(fx.channel->last_committed_id() == 5);
 
+  // At the watermark exactly (1 in flight + 2 pending = 3) it waits; one fewer, not; and a
+  // closed channel never does.
+  fx.db.hold_commits();
+  std::vector<bool> at;
+  fx.on_strand([&] {
+    for (int i = 0; i < 3; ++i) {
+      fx.channel->publish("run-1", agw::core::event_type::token, token(6 + i));
+      at.push_back(fx.channel->above_watermark());
+    }
+  });
+  fx.run_for(10ms);
+  CHECK(at == std::vector<bool>{false, false, true});
+  fx.on_strand([&] {
+    fx.channel->close();
+    above = fx.channel->above_watermark();
+  });
+  fx.run_for(10ms);
+  CHECK_FALSE(above);
+  fx.db.release_commits();
+  fx.run();
+}
+
+TEST_CASE("session_channel: below the watermark, wait_below_watermark does not wait") {
+  fixture fx({.high_watermark = 3});
   // Below the watermark: no wait at all.
   bool again = false;
   std::int64_t ignored = 0;

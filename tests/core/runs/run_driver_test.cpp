@@ -33,7 +33,7 @@
 
 namespace {
 
-// Real time: these cases never wait on it.
+// Real time: only the pace() case sleeps on it (up to a millisecond a sleep).
 const agw::core::real_clock wall_clock;
 
 namespace net = boost::asio;
@@ -65,14 +65,13 @@ std::string str(const boost::json::value& v) { return std::string(v.as_string())
 // start() sets a run up the way run_service does (the user message's checkpoint,
 // the live run reserved) and spawns drive_run on the channel's strand.
 struct driver_fixture {
-  explicit driver_fixture(std::int64_t last_event_id = 0) {
+  explicit driver_fixture(std::int64_t last_event_id = 0, agw::core::session_channel::options opts = {}) {
     session.id = "s1";
     session.thread_id = "thread-s1";
     session.created_at_ms = session.updated_at_ms = agw::core::now_ms();
     session.last_event_id = last_event_id;
     db.seed([this](agw::test::fake_data& d) { d.sessions[session.id] = session; });
-    channel = std::make_shared<agw::core::session_channel>(io.get_executor(), session.id, last_event_id, services,
-                                                           agw::core::session_channel::options{});
+    channel = std::make_shared<agw::core::session_channel>(io.get_executor(), session.id, last_event_id, services, opts);
   }
   ~driver_fixture() {
     settle();
@@ -240,8 +239,8 @@ class throwing_agent final : public agw::core::agent {
   }
 };
 
-// Publishes `count` tokens, each after pace() (and, when `sleeping`, after a sleep that is
-// due at once), and records how many turns a rival on the same io_context had: after
+// Publishes `count` tokens, each after pace() (and, when `sleeping`, after a sleep due now,
+// which the timer's millisecond grain may stretch to 1 ms), and records how many turns a rival on the same io_context had: after
 // each sleep and after each pace(). The rival stops once the last token is published.
 class turn_counting_agent final : public agw::core::agent {
  public:
@@ -676,4 +675,20 @@ TEST_CASE("run_driver: pace() lets the io thread go every 8 events of a run that
       CHECK(before.back() > before.front());  // the rival did run, during the sleeps
     }
   }
+}
+
+TEST_CASE("run_driver: a run whose events wait for their commit stops at the high watermark, and goes on once they commit") {
+  driver_fixture f(0, {.high_watermark = 4});
+  f.db.hold_commits();
+  f.start(R"({"mock": {"tokens": 20}})", "x");
+  for (int i = 0; i < 20; ++i) f.poll();  // the run publishes until 4 events await their commit
+  // The io_context is idle between polls: reading the channel here is reading it on its strand.
+  const auto published = f.channel->last_assigned_id();
+  CHECK(published >= 1);
+  CHECK(published <= 4);
+  CHECK_FALSE(f.driver_done);
+  f.db.release_commits();
+  f.settle();
+  REQUIRE(f.driver_done);
+  CHECK(f.events().size() == 23);  // status, 20 tokens, usage, done
 }
