@@ -50,36 +50,48 @@ void append_json_string(std::string& out, std::string_view s) {
   drain(sr, out);
 }
 
-// "id: N\nevent: T\ndata: {"run_id":"R"" — the members and the end follow. Run ids are
-// UUIDs (nothing to escape): written as they are.
+// A frame's layout, spelled once for every builder below:
+//   id: N\nevent: T\ndata: {"run_id":"R","source":"S",...}\n\n
+// (no id line for an unnumbered frame). Run ids are UUIDs and source names fixed ASCII
+// words: nothing in them to escape, so they are written as they are.
+constexpr std::string_view id_lead = "id: ";
+constexpr std::string_view id_end = "\n";
+constexpr std::string_view event_lead = "event: ";
+constexpr std::string_view data_lead = "\ndata: ";
+constexpr std::string_view run_lead = "{\"run_id\":\"";
+constexpr std::string_view source_lead = "\",\"source\":\"";
+constexpr std::string_view source_end = "\"";
+constexpr std::string_view frame_end = "\n\n";
+
 // "id: N\nevent: T\ndata: " (no id line for an unnumbered frame); returns where data starts.
 std::uint32_t begin_data(std::string& out, std::int64_t id, event_type type) {
   if (id >= 0) {
     char digits[24];
     const auto end = std::to_chars(digits, digits + sizeof digits, id).ptr;
-    out += "id: ";
+    out += id_lead;
     out.append(digits, end);
-    out += '\n';
+    out += id_end;
   }
-  out += "event: ";
+  out += event_lead;
   out += name_of(type);
-  out += "\ndata: ";
+  out += data_lead;
   return static_cast<std::uint32_t>(out.size());
 }
 
+// begin_data, then the object's first members: the run id and the source. The others
+// and the end follow.
 event_frame::layout begin_frame(std::string& out, std::int64_t id, event_type type, std::string_view run_id,
                                 std::string_view source) {
   event_frame::layout at{};
   at.data_at = begin_data(out, id, type);
   // run_id leads the object so a reader sees which run an event belongs to first.
-  out += "{\"run_id\":\"";
+  out += run_lead;
   at.run_at = static_cast<std::uint32_t>(out.size());
   at.run_len = static_cast<std::uint32_t>(run_id.size());
   out += run_id;
-  // Source names are fixed ASCII words: nothing to escape.
-  out += "\",\"source\":\"";
+  out += source_lead;
   out += source;
-  out += '"';
+  out += source_end;
   return at;
 }
 
@@ -108,7 +120,7 @@ class piece_writer {
 // Ends the frame begun by begin_frame and takes it.
 event_frame end_frame(std::int64_t id, event_type type, std::string text, event_frame::layout at) {
   at.data_len = static_cast<std::uint32_t>(text.size()) - at.data_at;
-  text += "\n\n";
+  text += frame_end;
   return event_frame(id, type, std::move(text), at);
 }
 
@@ -140,19 +152,19 @@ event_frame make_event_frame(std::int64_t id, event_type type, std::string_view 
     const std::string_view number(digits,
                                   static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, id).ptr - digits));
     const std::string_view type_name = name_of(type), source_name = name_of(source);
-    constexpr std::string_view id_lead = "id: ", event_lead = "event: ", data_lead = "\ndata: ", run_lead = "{\"run_id\":\"",
-                               source_lead = "\",\"source\":\"", key_lead = "\",\"", value_lead = "\":\"", data_end = "\"}",
-                               frame_end = "\n\n";
+    // The object's last member: ,"key":"value"} after the source.
+    constexpr std::string_view key_lead = ",\"", value_lead = "\":\"", data_end = "\"}";
     const bool numbered = id >= 0;
-    const std::size_t size = (numbered ? id_lead.size() + number.size() + 1 : 0) + event_lead.size() + type_name.size() +
-                             data_lead.size() + run_lead.size() + run_id.size() + source_lead.size() + source_name.size() +
-                             key_lead.size() + key.size() + value_lead.size() + value.size() + data_end.size() + frame_end.size();
+    const std::size_t size = (numbered ? id_lead.size() + number.size() + id_end.size() : 0) + event_lead.size() +
+                             type_name.size() + data_lead.size() + run_lead.size() + run_id.size() + source_lead.size() +
+                             source_name.size() + source_end.size() + key_lead.size() + key.size() + value_lead.size() +
+                             value.size() + data_end.size() + frame_end.size();
     std::string text;
     piece_writer out(text, size);
     if (numbered) {
       out.put(id_lead);
       out.put(number);
-      out.put("\n");
+      out.put(id_end);
     }
     out.put(event_lead);
     out.put(type_name);
@@ -165,6 +177,7 @@ event_frame make_event_frame(std::int64_t id, event_type type, std::string_view 
     out.put(run_id);
     out.put(source_lead);
     out.put(source_name);
+    out.put(source_end);
     out.put(key_lead);
     out.put(key);
     out.put(value_lead);
@@ -205,7 +218,7 @@ event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::st
 }
 
 std::size_t run_lead_size(std::string_view run_id, std::string_view source) {
-  return std::string_view("{\"run_id\":\"\",\"source\":\"\"").size() + run_id.size() + source.size();
+  return run_lead.size() + run_id.size() + source_lead.size() + source.size() + source_end.size();
 }
 
 std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + std::to_string(interval.count()) + "\n"; }
