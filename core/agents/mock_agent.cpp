@@ -95,7 +95,7 @@ net::awaitable<bool> call_tools(run_context& ctx, const mock_options& options) {
     co_return false;
   }
   if (ctx.aborted()) co_return false;
-  co_await ctx.pace();
+  if (ctx.pace_due()) co_await ctx.pace();
   ctx.publish_status("thinking");
   co_return true;
 }
@@ -135,7 +135,7 @@ net::awaitable<bool> stream_tokens(run_context& ctx, const mock_options& options
       auto sleeping = ctx.sleep_until(due);
       if (!co_await std::move(sleeping)) co_return false;
     }
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish_token(tokens[i]);
   }
   co_return true;
@@ -145,7 +145,7 @@ net::awaitable<bool> stream_tokens(run_context& ctx, const mock_options& options
 net::awaitable<void> complete_plan(run_context& ctx, const mock_options& options) {
   for (std::size_t i = 0; i < options.plan.size(); ++i) {
     if (ctx.aborted()) co_return;
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish(event_type::step_complete, {{"step_number", static_cast<std::int64_t>(i + 1)},
                                             {"total_steps", static_cast<std::int64_t>(options.plan.size())},
                                             {"description", options.plan[i]}});
@@ -167,7 +167,7 @@ net::awaitable<void> mock_agent::run(run_context& ctx) {
   if (!options.plan.empty()) {
     boost::json::array todos;
     for (const auto& step : options.plan) todos.push_back(boost::json::string(step));
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish(event_type::planning, {{"todos", std::move(todos)}});
   }
 

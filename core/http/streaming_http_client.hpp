@@ -6,7 +6,7 @@
 // piece as the bytes arrive (chunked transfer encoding already undone).
 //
 // Why a pull (an awaitable read_some) and not a chunk callback: the provider
-// reads only when it is ready for more (after `co_await ctx.pace()`), so a run
+// reads only when it is ready for more (after pacing, run_context::pace()), so a run
 // that storage holds back holds back the upstream through TCP flow control
 // instead of a queue growing in the client; the provider's parsing stays
 // straight-line code on the session strand with no re-entrancy; and

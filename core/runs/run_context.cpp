@@ -25,18 +25,15 @@ run_context::run_context(std::shared_ptr<session_channel> channel, std::shared_p
 }
 
 net::awaitable<void> run_context::pace() {
-  // Bounded: a run that outpaces storage waits here instead of growing memory. Asked
-  // first: the wait is a coroutine of its own (a frame per call), and storage keeps up
-  // nearly always.
+  // Bounded: a run that outpaces storage waits here instead of growing memory.
   if (channel_->above_watermark()) {
     co_await channel_->wait_below_watermark();
-    paced_since_yield_ = 0;  // it waited: others on the thread had their turn
-  }
-  // A run that never waits (a full-speed mock, an upstream whose tokens are already read)
-  // lets the others on its io thread go every 8 events. One that sleeps between its
-  // events (sleep_until) gives the thread up each time, and needs no extra turn.
-  if (++paced_since_yield_ >= 8) {
-    paced_since_yield_ = 0;
+    published_since_yield_ = 0;  // it waited: others on the thread had their turn
+  } else if (published_since_yield_ >= yield_every) {
+    // A run that never waits (a full-speed mock, an upstream whose tokens are already
+    // read) lets the others on its io thread go every 8 events. One that sleeps between
+    // its events (sleep_until) gives the thread up each time, and needs no extra turn.
+    published_since_yield_ = 0;
     co_await net::post(channel_->strand(), net::use_awaitable);
   }
 }
@@ -44,21 +41,24 @@ net::awaitable<void> run_context::pace() {
 net::awaitable<bool> run_context::sleep_until(steady_time t) {
   // The sleep gives the io thread up: a timer's completion is always queued, never run
   // inside the wait's call. (An aborted run's sleep returns at once, but the run then ends.)
-  paced_since_yield_ = 0;
+  published_since_yield_ = 0;
   return run_->sleep_until(t);
 }
 
 void run_context::publish(event_type type, const boost::json::object& data) {
+  ++published_since_yield_;
   channel_->publish(run_->id(), type, data, run_->source());
 }
 
 void run_context::publish_status(std::string_view s) {
+  ++published_since_yield_;
   channel_->publish(run_->id(), event_type::status, "status", s, run_->source());
 }
 
 void run_context::publish_token(std::string_view text) {
   content_ += text;
   ++tokens_;
+  ++published_since_yield_;
   channel_->publish(run_->id(), event_type::token, "content", text, run_->source());
 }
 
@@ -73,7 +73,7 @@ void run_context::publish_tool_result(const std::string& tool_call_id, const std
 net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vector<tool_request>& calls) {
   std::vector<tool_outcome> outcomes;
   if (calls.empty()) co_return outcomes;
-  co_await pace();
+  if (pace_due()) co_await pace();
   publish_status("tool");
   // The assistant turn that asked for the tools, then one tool message per result.
   message_record asked;
@@ -87,11 +87,11 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
   asked.seq = static_cast<std::int64_t>(conversation_.messages.size() + 1);
   conversation_.messages.push_back(asked);
   for (const auto& c : calls) {
-    co_await pace();
+    if (pace_due()) co_await pace();
     publish_tool_call(c.id, c.name, c.args);
     auto running = tools_.run(c.name, c.args);
     auto outcome = co_await std::move(running);
-    co_await pace();
+    if (pace_due()) co_await pace();
     publish_tool_result(c.id, outcome.result.output, outcome.result.exit_code);
     message_record result;
     result.id = new_uuid();
@@ -114,7 +114,7 @@ net::awaitable<std::vector<tool_outcome>> run_context::call_tools(const std::vec
 
 net::awaitable<void> run_context::hand_to_client(const std::vector<tool_request>& calls) {
   for (const auto& c : calls) {
-    co_await pace();
+    if (pace_due()) co_await pace();
     publish_tool_call(c.id, c.name, c.args);
     client_calls_.push_back(boost::json::object{{"id", c.id}, {"name", c.name}, {"args", c.args}});
   }

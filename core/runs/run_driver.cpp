@@ -59,7 +59,7 @@ void publish_ending(run_context& ctx, bool aborted) {
 // Persists the answer (with the callback's outbox row, in one transaction), then
 // announces it with done. Throws when storage refused the end.
 net::awaitable<void> persist_and_announce(run_context& ctx, const run_request& request, message_record& answer, bool aborted) {
-  co_await ctx.pace();
+  if (ctx.pace_due()) co_await ctx.pace();
   publish_ending(ctx, aborted);
   answer.content = ctx.content();
   answer.tool_calls = ctx.client_calls();  // calls left to the client: the answer asks for them

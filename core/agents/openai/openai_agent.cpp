@@ -75,7 +75,7 @@ net::awaitable<void> openai_agent::run(run_context& ctx) {
       co_await std::move(handing);
       co_return;
     }
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish_status("thinking");
   }
 }

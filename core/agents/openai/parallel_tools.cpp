@@ -55,20 +55,20 @@ net::awaitable<std::vector<tool_outcome>> run_concurrently(tool_runner& runner,
 
 net::awaitable<std::vector<tool_outcome>> run_tools_in_parallel(run_context& ctx, tool_runner& runner,
                                                                 const std::vector<run_context::tool_request>& calls) {
-  co_await ctx.pace();
+  if (ctx.pace_due()) co_await ctx.pace();
   ctx.publish_status("tool");
   auto asked = base_message(ctx, "assistant");
   asked.parent_id = ctx.user_message_id();
   for (const auto& c : calls) asked.tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"args", c.args}});
   ctx.conversation().messages.push_back(asked);
   for (const auto& c : calls) {
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish_tool_call(c.id, c.name, c.args);
   }
   auto running = run_concurrently(runner, calls);
   auto outcomes = co_await std::move(running);
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish_tool_result(calls[i].id, outcomes[i].result.output, outcomes[i].result.exit_code);
     auto result = base_message(ctx, "tool");
     result.content = outcomes[i].result.output;

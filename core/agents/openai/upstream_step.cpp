@@ -104,11 +104,11 @@ net::awaitable<bool> apply_chunk(run_context& ctx, const chat_chunk& chunk, tool
     co_return false;
   }
   if (!chunk.reasoning.empty()) {
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish(event_type::reasoning, {{"content", chunk.reasoning}});
   }
   if (!chunk.content.empty()) {
-    co_await ctx.pace();
+    if (ctx.pace_due()) co_await ctx.pace();
     ctx.publish_token(chunk.content);
   }
   for (const auto& f : chunk.tool_calls) calls.add(f);

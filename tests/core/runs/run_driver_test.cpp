@@ -239,13 +239,15 @@ class throwing_agent final : public agw::core::agent {
   }
 };
 
-// Publishes `count` tokens, each after pace() (and, when `sleeping`, after a sleep due now,
-// which the timer's millisecond grain may stretch to 1 ms), and records how many turns a rival on the same io_context had: after
-// each sleep and after each pace(). The rival stops once the last token is published.
+// Publishes `count` tokens, each after pacing (and, when `sleeping`, after a sleep due now,
+// which the timer's millisecond grain may stretch to 1 ms), and records how many turns a
+// rival on the same io_context had: after each sleep and after each pacing. Paces as agents
+// do (`if (ctx.pace_due()) co_await ctx.pace();`) when `asking`, else awaits pace() every
+// time. The rival stops once the last token is published.
 class turn_counting_agent final : public agw::core::agent {
  public:
-  turn_counting_agent(const int& rival_turns, bool& done, int count, bool sleeping)
-      : rival_turns_(rival_turns), done_(done), count_(count), sleeping_(sleeping) {}
+  turn_counting_agent(const int& rival_turns, bool& done, int count, bool sleeping, bool asking)
+      : rival_turns_(rival_turns), done_(done), count_(count), sleeping_(sleeping), asking_(asking) {}
   net::awaitable<void> run(agw::core::run_context& ctx) override {
     for (int i = 0; i < count_; ++i) {
       if (sleeping_) {
@@ -253,7 +255,7 @@ class turn_counting_agent final : public agw::core::agent {
         co_await std::move(sleeping);
       }
       after_sleep.push_back(rival_turns_);
-      co_await ctx.pace();
+      if (!asking_ || ctx.pace_due()) co_await ctx.pace();
       after_pace.push_back(rival_turns_);
       ctx.publish_token("t");
     }
@@ -266,6 +268,7 @@ class turn_counting_agent final : public agw::core::agent {
   bool& done_;
   int count_;
   bool sleeping_;
+  bool asking_;
 };
 
 // Takes a turn each time it runs and queues itself again, until `stop`.
@@ -648,33 +651,38 @@ TEST_CASE("run_driver: the conversation a run hands on is exactly the one its fi
   }
 }
 
-TEST_CASE("run_driver: pace() lets the io thread go every 8 events of a run that never waits, and not after a sleep") {
-  for (const bool sleeping : {false, true}) {
-    CAPTURE(sleeping);
-    driver_fixture f;
-    int rival_turns = 0;
-    bool agent_done = false;
-    auto agent_impl = std::make_shared<turn_counting_agent>(rival_turns, agent_done, 32, sleeping);
-    f.start("{}", "x", std::nullopt, agent_impl);
-    net::post(f.io, [&] { take_turns(f.io, rival_turns, agent_done); });
-    f.settle();
-    REQUIRE(f.driver_done);
-    const auto& before = agent_impl->after_sleep;
-    const auto& after = agent_impl->after_pace;
-    REQUIRE(after.size() == 32);
-    // Turns the rival had inside pace(), event by event.
-    std::vector<int> inside;
-    for (std::size_t i = 0; i < after.size(); ++i)
-      if (after[i] != before[i]) inside.push_back(static_cast<int>(i));
-    if (!sleeping) {
-      // Storage keeps up (far below the watermark): pace() gives a turn at the 8th, 16th, ... event.
-      CHECK(inside == std::vector<int>{7, 15, 23, 31});
-    } else {
-      // Each sleep gave the thread up already: pace() gives none.
-      CHECK(inside.empty());
-      CHECK(before.back() > before.front());  // the rival did run, during the sleeps
+TEST_CASE(
+    "run_driver: pacing (asked first with pace_due(), or not) lets the io thread go every 8 events of a run that never waits, "
+    "and not after a sleep") {
+  for (const bool sleeping : {false, true})
+    for (const bool asking : {true, false}) {
+      CAPTURE(sleeping);
+      CAPTURE(asking);
+      driver_fixture f;
+      int rival_turns = 0;
+      bool agent_done = false;
+      auto agent_impl = std::make_shared<turn_counting_agent>(rival_turns, agent_done, 32, sleeping, asking);
+      f.start("{}", "x", std::nullopt, agent_impl);
+      net::post(f.io, [&] { take_turns(f.io, rival_turns, agent_done); });
+      f.settle();
+      REQUIRE(f.driver_done);
+      const auto& before = agent_impl->after_sleep;
+      const auto& after = agent_impl->after_pace;
+      REQUIRE(after.size() == 32);
+      // Turns the rival had inside pace(), event by event.
+      std::vector<int> inside;
+      for (std::size_t i = 0; i < after.size(); ++i)
+        if (after[i] != before[i]) inside.push_back(static_cast<int>(i));
+      if (!sleeping) {
+        // Storage keeps up (far below the watermark): pacing gives a turn before every 8th
+        // event published (the driver's status, then tokens 0-6: a turn before token 7).
+        CHECK(inside == std::vector<int>{7, 15, 23, 31});
+      } else {
+        // Each sleep gave the thread up already: pace() gives none.
+        CHECK(inside.empty());
+        CHECK(before.back() > before.front());  // the rival did run, during the sleeps
+      }
     }
-  }
 }
 
 TEST_CASE("run_driver: a run whose events wait for their commit stops at the high watermark, and goes on once they commit") {
