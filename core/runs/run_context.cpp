@@ -31,8 +31,10 @@ net::awaitable<void> run_context::pace() {
     published_since_yield_ = 0;  // it waited: others on the thread had their turn
   } else if (published_since_yield_ >= yield_every) {
     // A run that never waits (a full-speed mock, an upstream whose tokens are already
-    // read) lets the others on its io thread go every 8 events. One that sleeps between
-    // its events (sleep_until) gives the thread up each time, and needs no extra turn.
+    // read) lets the others on its io thread go every yield_every events. One that sleeps
+    // between its events (sleep_until) gives the thread up each time, and needs no extra
+    // turn. (Other waits, a tool's or an upstream read's, do not restart the count: at
+    // worst the run yields sooner than it needed to.)
     published_since_yield_ = 0;
     co_await net::post(channel_->strand(), net::use_awaitable);
   }

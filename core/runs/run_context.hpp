@@ -41,12 +41,13 @@ class run_context {
   // Agents pace before publishing, asking first:
   //   if (ctx.pace_due()) co_await ctx.pace();
   // pace() waits while storage is behind (the high watermark), and otherwise lets the
-  // others on the io thread go once the run has published 8 events since it last gave
-  // the thread up, so a full-speed run shares it. pace_due() says whether pace() would
-  // do either: the usual answer is no, and asking costs no coroutine frame, where every
-  // co_await of pace() makes one. (Awaiting pace() unasked is as correct, only dearer.)
-  // publish() itself never waits. (Event payloads are built outside co_await
-  // expressions: GCC 12 miscompiles braced temporaries inside them.)
+  // others on the io thread go once the run has published yield_every events since its
+  // last sleep, watermark wait or yield, so a full-speed run shares the thread.
+  // pace_due() says whether pace() would do either: the usual answer is no, and asking
+  // costs no coroutine frame, where every co_await of pace() makes one. (Awaiting pace()
+  // unasked is as correct, only dearer.) publish() itself never waits. (Event payloads
+  // are built outside co_await expressions: GCC 12 miscompiles braced temporaries
+  // inside them.)
   bool pace_due() const { return published_since_yield_ >= yield_every || channel_->above_watermark(); }
   boost::asio::awaitable<void> pace();
   void publish(event_type type, const boost::json::object& data);
@@ -115,7 +116,7 @@ class run_context {
   std::string content_;
   std::int64_t tokens_ = 0;
   static constexpr std::uint32_t yield_every = 8;
-  std::uint32_t published_since_yield_ = 0;  // events published since the run last gave its io thread up
+  std::uint32_t published_since_yield_ = 0;  // events published since the last sleep, watermark wait or yield
   std::optional<run_failure> failure_;
   usage_figures usage_;
   std::vector<client_tool> client_tools_;

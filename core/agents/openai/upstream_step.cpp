@@ -93,27 +93,17 @@ net::awaitable<exchange_ptr> open_upstream(run_context& ctx, const run_plan& pla
   }
 }
 
-// Publishes what one chunk carries; false when the chunk ends the run (an error, garbage).
-net::awaitable<bool> apply_chunk(run_context& ctx, const chat_chunk& chunk, tool_call_assembler& calls, step_result& out) {
+// Fails the run when a chunk is garbage or the upstream's error; true when it is neither.
+bool chunk_usable(run_context& ctx, const chat_chunk& chunk) {
   if (chunk.malformed) {
     fail(ctx, {"upstream_protocol", "the upstream sent a chunk that is not a JSON object", false, {}});
-    co_return false;
+    return false;
   }
   if (chunk.error) {
     fail(ctx, {"upstream_error", chunk.error->message, false, {}});
-    co_return false;
+    return false;
   }
-  if (!chunk.reasoning.empty()) {
-    if (ctx.pace_due()) co_await ctx.pace();
-    ctx.publish(event_type::reasoning, {{"content", chunk.reasoning}});
-  }
-  if (!chunk.content.empty()) {
-    if (ctx.pace_due()) co_await ctx.pace();
-    ctx.publish_token(chunk.content);
-  }
-  for (const auto& f : chunk.tool_calls) calls.add(f);
-  if (chunk.usage) out.usage = chunk.usage;
-  co_return true;
+  return true;
 }
 
 // Reads the answer to its end; out.finished unless it failed or the run was aborted.
@@ -131,9 +121,20 @@ net::awaitable<void> read_answer(run_context& ctx, exchange_ptr ex, step_result&
     if (!reader.feed(piece.data, chunks))
       co_return fail(ctx, {"upstream_protocol", "the upstream sent a line longer than the parser's limit", false, {}});
     if (end) reader.finish(chunks);
+    // Each chunk's events are published here, in the loop, rather than in a coroutine of
+    // their own: that would cost a frame per chunk, and most chunks are one token.
     for (const auto& chunk : chunks) {
-      auto applying = apply_chunk(ctx, chunk, calls, out);
-      if (!co_await std::move(applying)) co_return;
+      if (!chunk_usable(ctx, chunk)) co_return;
+      if (!chunk.reasoning.empty()) {
+        if (ctx.pace_due()) co_await ctx.pace();
+        ctx.publish(event_type::reasoning, {{"content", chunk.reasoning}});
+      }
+      if (!chunk.content.empty()) {
+        if (ctx.pace_due()) co_await ctx.pace();
+        ctx.publish_token(chunk.content);
+      }
+      for (const auto& f : chunk.tool_calls) calls.add(f);
+      if (chunk.usage) out.usage = chunk.usage;
       if (ctx.aborted()) co_return;
     }
     chunks.clear();
