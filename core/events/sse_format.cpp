@@ -50,7 +50,8 @@ void append_json_string(std::string& out, std::string_view s) {
   drain(sr, out);
 }
 
-// A frame's layout, spelled once for every builder below:
+// A run frame's layout, spelled once for the builders below (the reconnected frame and
+// other data without a run id use only its SSE lines):
 //   id: N\nevent: T\ndata: {"run_id":"R","source":"S",...}\n\n
 // (no id line for an unnumbered frame). Run ids are UUIDs and source names fixed ASCII
 // words: nothing in them to escape, so they are written as they are.
@@ -219,6 +220,17 @@ event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::st
 
 std::size_t run_lead_size(std::string_view run_id, std::string_view source) {
   return run_lead.size() + run_id.size() + source_lead.size() + source.size() + source_end.size();
+}
+
+std::string_view members_after_run_lead(const event_frame& frame) {
+  const std::string_view data = frame.data(), run = frame.run_id();
+  if (!data.starts_with(run_lead) || !data.substr(run_lead.size()).starts_with(run)) return {};
+  auto rest = data.substr(run_lead.size() + run.size());  // from the run id's closing quote
+  if (!rest.starts_with(source_lead)) return {};
+  rest.remove_prefix(source_lead.size());
+  const auto source_close = rest.find('"');  // source names are plain words: no escaped quote
+  if (source_close == std::string_view::npos) return {};
+  return rest.substr(source_close + 1);
 }
 
 std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + std::to_string(interval.count()) + "\n"; }

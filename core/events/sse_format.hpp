@@ -32,6 +32,10 @@ event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::st
 // The "run_id" and "source" members every run event's data starts with, as the log
 // codec strips them: {"run_id":"<run>","source":"<source>" is this prefix's length.
 std::size_t run_lead_size(std::string_view run_id, std::string_view source);
+// The members after that lead in a run event's data, as the builders above wrote them:
+// from the "," or "}" after the source's closing quote to the end of the object. Empty
+// when its data has another lead (no run id, or a row from before sources).
+std::string_view members_after_run_lead(const event_frame& frame);
 // An event whose data carries no run id: `data` is the whole JSON object, one line.
 event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::string_view data);
 

@@ -5,6 +5,8 @@
 #include <boost/json/serialize.hpp>
 #include <string_view>
 
+#include "core/events/sse_format.hpp"
+
 namespace agw::gateway {
 namespace {
 
@@ -80,16 +82,16 @@ void put_delta(ui_stream_state& s, std::int64_t id, open_part kind, std::string_
 }
 
 // A token's or reasoning's content as a JSON string literal. The contract's encoding
-// already holds it escaped: data is {"run_id":"<run>","content":"..."} as sse_format
-// writes it (and the log gives back), so the literal is sliced out, not parsed and
-// written again. Any other layout is parsed.
+// already holds it escaped: data is {"run_id":"<run>","source":"<source>","content":"..."}
+// as sse_format writes it (and the log gives back), so the literal is sliced out, not
+// parsed and written again. Any other layout is parsed.
 std::string delta_literal(const core::event_frame& frame) {
   const std::string_view data = frame.data();
-  std::string head = "{\"run_id\":\"";
-  head += frame.run_id();
-  head += "\",\"content\":";
-  if (data.starts_with(head) && data.size() >= head.size() + 3 && data.ends_with("\"}") && data[head.size()] == '"') {
-    const auto literal = data.substr(head.size(), data.size() - head.size() - 1);
+  constexpr std::string_view content_lead = ",\"content\":";
+  const std::string_view members = core::members_after_run_lead(frame);
+  if (members.starts_with(content_lead) && members.size() >= content_lead.size() + 3 && members.ends_with("\"}") &&
+      members[content_lead.size()] == '"') {
+    const auto literal = members.substr(content_lead.size(), members.size() - content_lead.size() - 1);
     // The literal ends at its closing quote: no other member follows it.
     bool escaped = false;
     std::size_t quotes = 0;

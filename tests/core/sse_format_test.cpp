@@ -120,6 +120,20 @@ TEST_CASE(
           }
 }
 
+TEST_CASE("sse_format: members_after_run_lead gives what follows the run id and source, in every form") {
+  using agw::core::members_after_run_lead;
+  CHECK(members_after_run_lead(make_event_frame(3, event_type::token, "r1", "content", "hi")) == R"(,"content":"hi"})");
+  CHECK(members_after_run_lead(make_event_frame(3, event_type::token, "r1", {{"content", "a\"b"}})) == R"(,"content":"a\"b"})");
+  CHECK(members_after_run_lead(make_event_frame(3, event_type::done, "r1", boost::json::object{})) == "}");
+  CHECK(members_after_run_lead(agw::core::make_event_frame_after_run(3, event_type::token, "r1", "customer",
+                                                                     R"(,"content":"x"})")) == R"(,"content":"x"})");
+  CHECK(members_after_run_lead(make_event_frame(-1, event_type::token, "", "content", "x")) == R"(,"content":"x"})");
+  // Data with another lead: nothing.
+  CHECK(members_after_run_lead(agw::core::make_event_frame_with_data(3, event_type::token, R"({"run_id":"r1","content":"x"})"))
+            .empty());
+  CHECK(members_after_run_lead(agw::core::make_reconnected_frame(3, 3, false, 1)).empty());
+}
+
 TEST_CASE("sse_format: make_event_frame with the brief's example") {
   const auto f = make_event_frame(7, event_type::token, "r", {{"content", "a\nb"}});
   CHECK(f.sse == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"ai_agent\",\"content\":\"a\\nb\"}\n\n");

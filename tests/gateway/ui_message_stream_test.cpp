@@ -162,8 +162,20 @@ TEST_CASE("ui message stream: an unnumbered frame (reconnected) makes nothing") 
   CHECK_FALSE(state.started);
 }
 
+TEST_CASE("ui message stream: a token's literal is sliced out as the frame holds it; another layout is parsed") {
+  // \u0041 is "A" escaped: parsing the data and writing the string again would give A.
+  for (const char* source : {"ai_agent", "human_agent_on_behalf_of_ai_agent"}) {
+    CAPTURE(source);
+    const auto stored = agw::core::make_event_frame_after_run(1, event_type::token, run, source, R"(,"content":"\u0041b"})");
+    CHECK(encode_all({stored}).find(R"("delta":"\u0041b"})") != std::string::npos);
+  }
+  const auto other =
+      agw::core::make_event_frame_after_run(1, event_type::token, run, "ai_agent", R"(,"content":"\u0041b","extra":1})");
+  CHECK(encode_all({other}).find(R"("delta":"Ab"})") != std::string::npos);
+}
+
 TEST_CASE("ui message stream: a token's content is taken whole whatever the data's layout") {
-  // The usual layout ({"run_id","content"}) is sliced; any other is parsed: same chunks.
+  // The usual layout ({"run_id","source","content"}) is sliced; any other is parsed: same chunks.
   const auto sliced = token(1, "a \"quoted\" \\ word");
   const auto parsed = make_event_frame(1, event_type::token, run,
                                        boost::json::object{{"content", "a \"quoted\" \\ word"}, {"extra", "\",\"x\":\""}});
