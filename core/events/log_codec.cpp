@@ -9,16 +9,18 @@ namespace agw::core {
 
 namespace {
 
+// The lead sse_format writes ({"run_id":"<run>","source":"<source>"), split where this
+// reader needs it: the source member is read from the comma after the run id's quote.
 constexpr std::string_view run_lead = "{\"run_id\":\"";
-constexpr std::string_view source_lead = ",\"source\":\"";
+constexpr std::string_view source_member = ",\"source\":\"";
 // Rows written before events had sources name none: those events were all the agent's.
 constexpr std::string_view default_source = "ai_agent";
 
 // The source a run event's data names right after its run id (the frame builder's layout).
 std::string_view source_of(std::string_view data, std::size_t after_run) {
   auto rest = data.substr(after_run);
-  if (!rest.starts_with(source_lead)) return default_source;
-  rest.remove_prefix(source_lead.size());
+  if (!rest.starts_with(source_member)) return default_source;
+  rest.remove_prefix(source_member.size());
   return rest.substr(0, rest.find('"'));
 }
 
@@ -38,7 +40,7 @@ frame_ptr event_from_data(std::int64_t id, event_type type, std::string_view dat
       const auto run = data.substr(run_lead.size(), close - run_lead.size());
       // Frames from before sources name none: the agent's.
       const auto source = source_of(data, close + 1);
-      const auto rest = data.substr(data.substr(close + 1).starts_with(source_lead) ? run_lead_size(run, source) : close + 1);
+      const auto rest = data.substr(data.substr(close + 1).starts_with(source_member) ? run_lead_size(run, source) : close + 1);
       return std::make_shared<const event_frame>(make_event_frame_after_run(id, type, run, source, rest));
     }
   }
