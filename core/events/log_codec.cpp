@@ -9,20 +9,8 @@ namespace agw::core {
 
 namespace {
 
-// The lead sse_format writes ({"run_id":"<run>","source":"<source>"), split where this
-// reader needs it: the source member is read from the comma after the run id's quote.
-constexpr std::string_view run_lead = "{\"run_id\":\"";
-constexpr std::string_view source_member = ",\"source\":\"";
 // Rows written before events had sources name none: those events were all the agent's.
 constexpr std::string_view default_source = "ai_agent";
-
-// The source a run event's data names right after its run id (the frame builder's layout).
-std::string_view source_of(std::string_view data, std::size_t after_run) {
-  auto rest = data.substr(after_run);
-  if (!rest.starts_with(source_member)) return default_source;
-  rest.remove_prefix(source_member.size());
-  return rest.substr(0, rest.find('"'));
-}
 
 [[noreturn]] void malformed(const char* why) { throw store_error(std::string("malformed event log row: ") + why); }
 
@@ -34,15 +22,9 @@ event_type type_named(std::string_view name) {
 
 // An event from its type and data object, the run id taken from the data's lead.
 frame_ptr event_from_data(std::int64_t id, event_type type, std::string_view data) {
-  if (data.starts_with(run_lead)) {
-    const auto close = data.find('"', run_lead.size());
-    if (close != std::string_view::npos && close > run_lead.size()) {
-      const auto run = data.substr(run_lead.size(), close - run_lead.size());
-      // Frames from before sources name none: the agent's.
-      const auto source = source_of(data, close + 1);
-      const auto rest = data.substr(data.substr(close + 1).starts_with(source_member) ? run_lead_size(run, source) : close + 1);
-      return std::make_shared<const event_frame>(make_event_frame_after_run(id, type, run, source, rest));
-    }
+  if (const auto split = split_run_lead(data); split && !split->run.empty()) {
+    const auto source = split->source.empty() ? default_source : split->source;
+    return std::make_shared<const event_frame>(make_event_frame_after_run(id, type, split->run, source, split->rest));
   }
   return std::make_shared<const event_frame>(make_event_frame_with_data(id, type, data));
 }
@@ -84,27 +66,30 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
   std::string_view run, source;
   bool run_named = false;
   for (const auto& f : frames) {
-    const bool has_run = !f->run_id().empty();
     const std::string_view data = f->data();
-    const std::string_view from = has_run ? source_of(data, run_lead.size() + f->run_id().size() + 1) : std::string_view();
-    if (has_run && (!run_named || f->run_id() != run || from != source)) {
-      run = f->run_id();
-      source = from;
-      run_named = true;
-      out += 'r';
-      out += run;
-      // The agent's runs (nearly all events) name no source: their rows are as before sources.
-      if (source != default_source) {
-        out += ' ';
-        out += source;
+    // A frame with a run id was built with its lead (sse_format), so it splits; one
+    // that did not would be stored as its whole data, the bytes a reader sees unchanged.
+    const auto split = f->run_id().empty() ? std::nullopt : split_run_lead(data);
+    if (split) {
+      const std::string_view from = split->source.empty() ? default_source : split->source;
+      if (!run_named || split->run != run || from != source) {
+        run = split->run;
+        source = from;
+        run_named = true;
+        out += 'r';
+        out += run;
+        // The agent's runs (nearly all events) name no source: their rows are as before sources.
+        if (source != default_source) {
+          out += ' ';
+          out += source;
+        }
+        out += '\n';
       }
-      out += '\n';
     }
-    out += has_run ? 'f' : 'd';
+    out += split ? 'f' : 'd';
     out += f->type_name();
     out += ' ';
-    // After the source's closing quote.
-    out += has_run ? data.substr(run_lead_size(run, source)) : data;
+    out += split ? split->rest : data;
     out += '\n';
   }
 }

@@ -218,19 +218,26 @@ event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::st
   return end_frame(id, type, std::move(text), at);
 }
 
-std::size_t run_lead_size(std::string_view run_id, std::string_view source) {
-  return run_lead.size() + run_id.size() + source_lead.size() + source.size() + source_end.size();
+std::optional<run_lead_split> split_run_lead(std::string_view data) {
+  if (!data.starts_with(run_lead)) return std::nullopt;
+  data.remove_prefix(run_lead.size());
+  const auto run_close = data.find('"');  // run ids are UUIDs: no escaped quote
+  if (run_close == std::string_view::npos) return std::nullopt;
+  // Until a source is found, the rest follows the run id's closing quote.
+  run_lead_split split{.run = data.substr(0, run_close), .source = {}, .rest = data.substr(run_close + 1)};
+  if (!data.substr(run_close).starts_with(source_lead)) return split;  // a row from before sources
+  const auto named = data.substr(run_close + source_lead.size());
+  const auto source_close = named.find('"');  // source names are plain words: no escaped quote
+  if (source_close == std::string_view::npos) return std::nullopt;
+  split.source = named.substr(0, source_close);
+  split.rest = named.substr(source_close + source_end.size());
+  return split;
 }
 
 std::string_view members_after_run_lead(const event_frame& frame) {
-  const std::string_view data = frame.data(), run = frame.run_id();
-  if (!data.starts_with(run_lead) || !data.substr(run_lead.size()).starts_with(run)) return {};
-  auto rest = data.substr(run_lead.size() + run.size());  // from the run id's closing quote
-  if (!rest.starts_with(source_lead)) return {};
-  rest.remove_prefix(source_lead.size());
-  const auto source_close = rest.find('"');  // source names are plain words: no escaped quote
-  if (source_close == std::string_view::npos) return {};
-  return rest.substr(source_close + 1);
+  const auto split = split_run_lead(frame.data());
+  if (!split || split->run != frame.run_id() || split->source.empty()) return {};
+  return split->rest;
 }
 
 std::string retry_line(std::chrono::milliseconds interval) { return "retry: " + std::to_string(interval.count()) + "\n"; }

@@ -5,6 +5,7 @@
 // needs exactly one data: line.
 #include <boost/json/object.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,12 +30,20 @@ event_frame make_event_frame(std::int64_t id, event_type type, std::string_view 
 // closing quote, from "," or "}" to the end of the object (how the log stores it).
 event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::string_view run_id, std::string_view source,
                                        std::string_view rest);
-// The "run_id" and "source" members every run event's data starts with, as the log
-// codec strips them: {"run_id":"<run>","source":"<source>" is this prefix's length.
-std::size_t run_lead_size(std::string_view run_id, std::string_view source);
-// The members after that lead in a run event's data, as the builders above wrote them:
-// from the "," or "}" after the source's closing quote to the end of the object. Empty
-// when its data has another lead (no run id, or a row from before sources).
+// A run event's data split at the lead the builders above write,
+// {"run_id":"<run>","source":"<source>"<rest>: `rest` runs from the "," or "}" after the
+// source's closing quote to the end of the object. Data from before sources names no
+// source: `source` is then empty (the builders never write an empty one) and `rest`
+// follows the run id's closing quote. Nothing when the data does not start with a run
+// id, or a quote is unclosed. The one reader of this lead: the log codec, the AI SDK
+// encoding and members_after_run_lead all split with it.
+struct run_lead_split {
+  std::string_view run, source, rest;
+};
+std::optional<run_lead_split> split_run_lead(std::string_view data);
+// The members after that lead in a run event's data, as the builders above wrote them
+// (its run id the frame's, a source named). Empty for data with another lead (no run
+// id, or a row from before sources).
 std::string_view members_after_run_lead(const event_frame& frame);
 // An event whose data carries no run id: `data` is the whole JSON object, one line.
 event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::string_view data);

@@ -134,6 +134,56 @@ TEST_CASE("sse_format: members_after_run_lead gives what follows the run id and 
   CHECK(members_after_run_lead(agw::core::make_reconnected_frame(3, 3, false, 1)).empty());
 }
 
+TEST_CASE("sse_format: split_run_lead splits what the builders write, rows from before sources, and nothing else") {
+  using agw::core::split_run_lead;
+  SUBCASE("every builder's data splits into run, source and the members after them") {
+    const auto token = make_event_frame(3, event_type::token, "r1", "content", "hi");
+    const auto object = make_event_frame(3, event_type::tool_call, "r1", {{"id", "c\"1"}, {"n", 2}});
+    const auto empty = make_event_frame(3, event_type::done, "r1", boost::json::object{});
+    const auto human = make_event_frame(3, event_type::token, "r1", "content", "x", agw::core::event_source::human_agent);
+    const auto stored = agw::core::make_event_frame_after_run(3, event_type::token, "r1", "customer", R"(,"a":1})");
+    struct row {
+      const event_frame* frame;
+      std::string_view source, rest;
+    };
+    for (const auto& [frame, source, rest] :
+         {row{&token, "ai_agent", R"(,"content":"hi"})"}, row{&object, "ai_agent", R"(,"id":"c\"1","n":2})"},
+          row{&empty, "ai_agent", "}"}, row{&human, "human_agent", R"(,"content":"x"})"},
+          row{&stored, "customer", R"(,"a":1})"}}) {
+      CAPTURE(frame->data());
+      const auto split = split_run_lead(frame->data());
+      REQUIRE(split);
+      CHECK(split->run == "r1");
+      CHECK(split->source == source);
+      CHECK(split->rest == rest);
+    }
+  }
+  SUBCASE("data from before sources: no source, the rest after the run id") {
+    const auto split = split_run_lead(R"({"run_id":"r1","content":"x"})");
+    REQUIRE(split);
+    CHECK(split->run == "r1");
+    CHECK(split->source.empty());
+    CHECK(split->rest == R"(,"content":"x"})");
+    const auto bare = split_run_lead(R"({"run_id":"r1"})");
+    REQUIRE(bare);
+    CHECK(bare->rest == "}");
+  }
+  SUBCASE("an empty run id splits (the caller decides what it means)") {
+    const auto split = split_run_lead(R"({"run_id":"","source":"ai_agent","content":"x"})");
+    REQUIRE(split);
+    CHECK(split->run.empty());
+    CHECK(split->source == "ai_agent");
+    CHECK(split->rest == R"(,"content":"x"})");
+  }
+  SUBCASE("anything else: nothing") {
+    for (std::string_view data : {R"({"content":"x","run_id":"r1"})", R"({"run_id":"r1)", R"({"run_id":"r1","source":"ai_ag)",
+                                  R"({ "run_id":"r1"})", "", "{}", "x"}) {
+      CAPTURE(data);
+      CHECK_FALSE(split_run_lead(data));
+    }
+  }
+}
+
 TEST_CASE("sse_format: make_event_frame with the brief's example") {
   const auto f = make_event_frame(7, event_type::token, "r", {{"content", "a\nb"}});
   CHECK(f.sse == "id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"ai_agent\",\"content\":\"a\\nb\"}\n\n");
