@@ -69,7 +69,7 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
     const std::string_view data = f->data();
     // A frame with a run id was built with its lead (sse_format), so it splits; one
     // that did not would be stored as its whole data, the bytes a reader sees unchanged.
-    const auto split = f->run_id().empty() ? std::nullopt : split_run_lead(data);
+    const auto split = f->run_id().empty() ? std::nullopt : split_run_lead(*f);
     if (split) {
       const std::string_view from = split->source.empty() ? default_source : split->source;
       if (!run_named || split->run != run || from != source) {

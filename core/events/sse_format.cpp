@@ -218,15 +218,17 @@ event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::st
   return end_frame(id, type, std::move(text), at);
 }
 
-std::optional<run_lead_split> split_run_lead(std::string_view data) {
-  if (!data.starts_with(run_lead)) return std::nullopt;
-  data.remove_prefix(run_lead.size());
-  const auto run_close = data.find('"');  // run ids are UUIDs: no escaped quote
-  if (run_close == std::string_view::npos) return std::nullopt;
-  // Until a source is found, the rest follows the run id's closing quote.
-  run_lead_split split{.run = data.substr(0, run_close), .source = {}, .rest = data.substr(run_close + 1)};
-  if (!data.substr(run_close).starts_with(source_lead)) return split;  // a row from before sources
-  const auto named = data.substr(run_close + source_lead.size());
+namespace {
+
+// The rest of the lead once the run id is known: `after_run` starts at its closing quote.
+// Inlined into both splits: the journal splits every event, and the call was a third
+// of the split's cost.
+[[gnu::always_inline]] inline std::optional<run_lead_split> split_after_run(std::string_view run, std::string_view after_run) {
+  if (!after_run.starts_with(source_end)) return std::nullopt;
+  // Data from before sources names none: the members follow the run id's quote.
+  run_lead_split split{.run = run, .source = {}, .rest = after_run.substr(source_end.size())};
+  if (!after_run.starts_with(source_lead)) return split;
+  const auto named = after_run.substr(source_lead.size());
   const auto source_close = named.find('"');  // source names are plain words: no escaped quote
   if (source_close == std::string_view::npos) return std::nullopt;
   split.source = named.substr(0, source_close);
@@ -234,8 +236,27 @@ std::optional<run_lead_split> split_run_lead(std::string_view data) {
   return split;
 }
 
+}  // namespace
+
+std::optional<run_lead_split> split_run_lead(std::string_view data) {
+  if (!data.starts_with(run_lead)) return std::nullopt;
+  const auto after_lead = data.substr(run_lead.size());
+  const auto run_close = after_lead.find('"');  // run ids are UUIDs: no escaped quote
+  if (run_close == std::string_view::npos) return std::nullopt;
+  return split_after_run(after_lead.substr(0, run_close), after_lead.substr(run_close));
+}
+
+std::optional<run_lead_split> split_run_lead(const event_frame& frame) {
+  const std::string_view data = frame.data(), run = frame.run_id();
+  // A builder put the run id right after the lead and says where: only the source is
+  // left to find (the journal splits every event this way).
+  const auto run_at = static_cast<std::size_t>(run.data() - data.data());
+  if (run.empty() || run_at != run_lead.size()) return split_run_lead(data);
+  return split_after_run(run, data.substr(run_at + run.size()));
+}
+
 std::string_view members_after_run_lead(const event_frame& frame) {
-  const auto split = split_run_lead(frame.data());
+  const auto split = split_run_lead(frame);
   if (!split || split->run != frame.run_id() || split->source.empty()) return {};
   return split->rest;
 }

@@ -41,6 +41,9 @@ struct run_lead_split {
   std::string_view run, source, rest;
 };
 std::optional<run_lead_split> split_run_lead(std::string_view data);
+// The same for a built frame, whose layout says where its run id is (cheaper: the
+// journal splits every event).
+std::optional<run_lead_split> split_run_lead(const event_frame& frame);
 // The members after that lead in a run event's data, as the builders above wrote them
 // (its run id the frame's, a source named). Empty for data with another lead (no run
 // id, or a row from before sources).

@@ -151,12 +151,26 @@ TEST_CASE("sse_format: split_run_lead splits what the builders write, rows from 
           row{&empty, "ai_agent", "}"}, row{&human, "human_agent", R"(,"content":"x"})"},
           row{&stored, "customer", R"(,"a":1})"}}) {
       CAPTURE(frame->data());
-      const auto split = split_run_lead(frame->data());
-      REQUIRE(split);
-      CHECK(split->run == "r1");
-      CHECK(split->source == source);
-      CHECK(split->rest == rest);
+      // From the data alone, and from the frame's layout (which skips finding the run id).
+      for (const auto& split : {split_run_lead(frame->data()), split_run_lead(*frame)}) {
+        REQUIRE(split);
+        CHECK(split->run == "r1");
+        CHECK(split->source == source);
+        CHECK(split->rest == rest);
+      }
     }
+  }
+  SUBCASE("a frame without a run id splits by its data") {
+    const auto no_run = make_event_frame(-1, event_type::token, "", "content", "x");
+    const auto split = split_run_lead(no_run);
+    REQUIRE(split);
+    CHECK(split->run.empty());
+    CHECK(split->rest == R"(,"content":"x"})");
+    const auto other = agw::core::make_event_frame_with_data(3, event_type::token, R"({"run_id":"r1","content":"x"})");
+    REQUIRE(split_run_lead(other));
+    CHECK(split_run_lead(other)->run == "r1");
+    CHECK(split_run_lead(other)->source.empty());
+    CHECK_FALSE(split_run_lead(agw::core::make_reconnected_frame(3, 3, false, 1)));
   }
   SUBCASE("data from before sources: no source, the rest after the run id") {
     const auto split = split_run_lead(R"({"run_id":"r1","content":"x"})");
