@@ -150,6 +150,11 @@ TEST_CASE("log_codec: events logged before sources read as the agent's; other so
   const auto text = decode_log_frames("id: 4\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"b\"}\n\n", 4);
   REQUIRE(text.size() == 1);
   CHECK(text[0]->data() == R"({"run_id":"r","source":"ai_agent","content":"b"})");
+  // A lead that does not split (its source's quote unclosed) is kept as data without a run.
+  const auto odd = decode_log_frames("id: 5\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"ai_ag\n\n", 5);
+  REQUIRE(odd.size() == 1);
+  CHECK(odd[0]->run_id().empty());
+  CHECK(odd[0]->data() == R"({"run_id":"r","source":"ai_ag)");
 
   // The agent's events are stored exactly as before; an operator's name their source once.
   const std::vector<frame_ptr> frames{
