@@ -1,6 +1,7 @@
 #include "core/events/log_codec.hpp"
 
 #include <charconv>
+#include <optional>
 
 #include "core/events/sse_format.hpp"
 #include "core/storage/store_error.hpp"
@@ -23,8 +24,8 @@ event_type type_named(std::string_view name) {
 // An event from its type and data object, the run id taken from the data's lead.
 frame_ptr event_from_data(std::int64_t id, event_type type, std::string_view data) {
   if (const auto split = split_run_lead(data); split && !split->run.empty()) {
-    const auto source = split->source.empty() ? default_source : split->source;
-    return std::make_shared<const event_frame>(make_event_frame_after_run(id, type, split->run, source, split->rest));
+    return std::make_shared<const event_frame>(
+        make_event_frame_after_run(id, type, split->run, split->source.value_or(default_source), split->rest));
   }
   return std::make_shared<const event_frame>(make_event_frame_with_data(id, type, data));
 }
@@ -67,11 +68,12 @@ void encode_log_frames(std::span<const frame_ptr> frames, std::string& out) {
   bool run_named = false;
   for (const auto& f : frames) {
     const std::string_view data = f->data();
-    // A frame with a run id was built with its lead (sse_format), so it splits; one
-    // that did not would be stored as its whole data, the bytes a reader sees unchanged.
+    // An event without a run id is stored as its whole data (a `d` record). One with a
+    // run id was built with the lead (sse_format), so it splits; if one ever did not, it
+    // too would be stored whole: its bytes kept, its run id then read back as none.
     const auto split = f->run_id().empty() ? std::nullopt : split_run_lead(*f);
     if (split) {
-      const std::string_view from = split->source.empty() ? default_source : split->source;
+      const std::string_view from = split->source.value_or(default_source);
       if (!run_named || split->run != run || from != source) {
         run = split->run;
         source = from;

@@ -32,21 +32,23 @@ event_frame make_event_frame_after_run(std::int64_t id, event_type type, std::st
                                        std::string_view rest);
 // A run event's data split at the lead the builders above write,
 // {"run_id":"<run>","source":"<source>"<rest>: `rest` runs from the "," or "}" after the
-// source's closing quote to the end of the object. Data from before sources names no
-// source: `source` is then empty (the builders never write an empty one) and `rest`
-// follows the run id's closing quote. Nothing when the data does not start with a run
-// id, or a quote is unclosed. The one reader of this lead: the log codec, the AI SDK
-// encoding and members_after_run_lead all split with it.
+// source's closing quote to the end of the object. Data from before sources has no
+// source member: `source` is then none and `rest` follows the run id's closing quote.
+// Nothing when the data does not start with the run_id member, or a quote is unclosed.
+// The one reader of this lead: the log codec and members_after_run_lead split with it.
 struct run_lead_split {
-  std::string_view run, source, rest;
+  std::string_view run;
+  std::optional<std::string_view> source;  // none: no source member (the agent's, by the contract)
+  std::string_view rest;
 };
 std::optional<run_lead_split> split_run_lead(std::string_view data);
-// The same for a built frame, whose layout says where its run id is (cheaper: the
-// journal splits every event).
+// The same for a frame: one with a run id was built here with the lead, and its layout
+// says where the run id is, so only the source is left to find (the journal splits
+// every event). A frame without a run id is split by its data.
 std::optional<run_lead_split> split_run_lead(const event_frame& frame);
 // The members after that lead in a run event's data, as the builders above wrote them
-// (its run id the frame's, a source named). Empty for data with another lead (no run
-// id, or a row from before sources).
+// (its run id the frame's, a source member present). Empty for data with another lead
+// (no run id, or a row from before sources).
 std::string_view members_after_run_lead(const event_frame& frame);
 // An event whose data carries no run id: `data` is the whole JSON object, one line.
 event_frame make_event_frame_with_data(std::int64_t id, event_type type, std::string_view data);

@@ -142,6 +142,27 @@ TEST_CASE("log_codec: a malformed row is a store_error") {
   }
 }
 
+TEST_CASE("log_codec: a run is named again when only its source changes, and not after an event of no run") {
+  const std::string run = "0b7e3c1a-5f2d-4c8b-9a6e-1d2f3a4b5c6d";
+  const auto human = agw::core::event_source::human_agent;
+  const std::vector<frame_ptr> frames{
+      share(make_event_frame(1, event_type::token, run, "content", "a")),
+      share(make_event_frame(2, event_type::token, run, "content", "b", human)),
+      share(make_event_frame(3, event_type::token, "", "content", "no run")),
+      share(make_event_frame(4, event_type::token, run, "content", "c", human)),
+      share(make_event_frame(5, event_type::token, run, "content", "d")),
+  };
+  const auto row = encode_log_frames(frames);
+  CHECK(row == "r" + run + "\nftoken ,\"content\":\"a\"}\n" +                                     //
+                   "r" + run + " human_agent\nftoken ,\"content\":\"b\"}\n" +                     // the source alone changed
+                   "dtoken {\"run_id\":\"\",\"source\":\"ai_agent\",\"content\":\"no run\"}\n" +  //
+                   "ftoken ,\"content\":\"c\"}\n" +  // the same run and source: not named again
+                   "r" + run + "\nftoken ,\"content\":\"d\"}\n");
+  const auto back = decode_log_frames(row, 1);
+  REQUIRE(back.size() == frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) CHECK(back[i]->sse == frames[i]->sse);
+}
+
 TEST_CASE("log_codec: events logged before sources read as the agent's; other sources are named with the run") {
   // A row as written before sources: the run, then records without a source.
   const auto old = decode_log_frames("rr\nftoken ,\"content\":\"a\"}\n", 3);
@@ -150,6 +171,16 @@ TEST_CASE("log_codec: events logged before sources read as the agent's; other so
   const auto text = decode_log_frames("id: 4\nevent: token\ndata: {\"run_id\":\"r\",\"content\":\"b\"}\n\n", 4);
   REQUIRE(text.size() == 1);
   CHECK(text[0]->data() == R"({"run_id":"r","source":"ai_agent","content":"b"})");
+  // An old row with an empty run id is data without a run, kept as it is.
+  const auto no_run = decode_log_frames("id: 6\nevent: token\ndata: {\"run_id\":\"\",\"content\":\"x\"}\n\n", 6);
+  REQUIRE(no_run.size() == 1);
+  CHECK(no_run[0]->run_id().empty());
+  CHECK(no_run[0]->data() == R"({"run_id":"","content":"x"})");
+  // One whose source member is there but empty keeps it empty (not the agent's).
+  const auto empty_source = decode_log_frames("id: 7\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"\",\"x\":1}\n\n", 7);
+  REQUIRE(empty_source.size() == 1);
+  CHECK(empty_source[0]->data() == R"({"run_id":"r","source":"","x":1})");
+  CHECK(encode_log_frames(empty_source) == "rr \nftoken ,\"x\":1}\n");
   // A lead that does not split (its source's quote unclosed) is kept as data without a run.
   const auto odd = decode_log_frames("id: 5\nevent: token\ndata: {\"run_id\":\"r\",\"source\":\"ai_ag\n\n", 5);
   REQUIRE(odd.size() == 1);

@@ -165,22 +165,44 @@ TEST_CASE("sse_format: split_run_lead splits what the builders write, rows from 
     const auto split = split_run_lead(no_run);
     REQUIRE(split);
     CHECK(split->run.empty());
+    CHECK(split->source == "ai_agent");
     CHECK(split->rest == R"(,"content":"x"})");
     const auto other = agw::core::make_event_frame_with_data(3, event_type::token, R"({"run_id":"r1","content":"x"})");
-    REQUIRE(split_run_lead(other));
-    CHECK(split_run_lead(other)->run == "r1");
-    CHECK(split_run_lead(other)->source.empty());
+    const auto other_split = split_run_lead(other);
+    REQUIRE(other_split);
+    CHECK(other_split->run == "r1");
+    CHECK_FALSE(other_split->source);
+    CHECK(other_split->rest == R"(,"content":"x"})");
     CHECK_FALSE(split_run_lead(agw::core::make_reconnected_frame(3, 3, false, 1)));
   }
   SUBCASE("data from before sources: no source, the rest after the run id") {
     const auto split = split_run_lead(R"({"run_id":"r1","content":"x"})");
     REQUIRE(split);
     CHECK(split->run == "r1");
-    CHECK(split->source.empty());
+    CHECK_FALSE(split->source);
     CHECK(split->rest == R"(,"content":"x"})");
     const auto bare = split_run_lead(R"({"run_id":"r1"})");
     REQUIRE(bare);
     CHECK(bare->rest == "}");
+    // Cut right after the run id's quote: nothing after it, still a split.
+    const auto cut = split_run_lead(R"({"run_id":"r1")");
+    REQUIRE(cut);
+    CHECK_FALSE(cut->source);
+    CHECK(cut->rest.empty());
+  }
+  SUBCASE("a source member that is there but empty is not the same as none") {
+    const auto split = split_run_lead(R"({"run_id":"r1","source":"","x":1})");
+    REQUIRE(split);
+    REQUIRE(split->source);
+    CHECK(split->source->empty());
+    CHECK(split->rest == R"(,"x":1})");
+    const auto frame = agw::core::make_event_frame_after_run(3, event_type::token, "r1", "", R"(,"x":1})");
+    CHECK(agw::core::members_after_run_lead(frame) == R"(,"x":1})");
+    // A closed source with nothing after it.
+    const auto closed = split_run_lead(R"({"run_id":"r1","source":"customer")");
+    REQUIRE(closed);
+    CHECK(closed->source == "customer");
+    CHECK(closed->rest.empty());
   }
   SUBCASE("an empty run id splits (the caller decides what it means)") {
     const auto split = split_run_lead(R"({"run_id":"","source":"ai_agent","content":"x"})");
