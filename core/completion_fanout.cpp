@@ -1,7 +1,8 @@
 #include "core/completion_fanout.hpp"
 
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+
+#include "core/completion_inbox.hpp"
 
 namespace agw::core {
 
@@ -24,10 +25,7 @@ void completion_fanout::add(const net::any_io_executor& executor, std::function<
 }
 
 void completion_fanout::post_all() {
-  for (auto& g : groups_)
-    net::post(g.context, [items = std::move(g.items)]() mutable {
-      for (auto& [strand, fn] : items) net::dispatch(strand, std::move(fn));
-    });
+  for (auto& g : groups_) completion_inbox::of(g.context.context()).hand_over(std::move(g.items));
   groups_.clear();
   for (auto& [executor, fn] : others_) net::post(executor, std::move(fn));
   others_.clear();

@@ -1,11 +1,12 @@
 #pragma once
 // Many completions, each for its own strand, handed to their io_contexts with one
-// post per context instead of one per completion. A thread outside the io threads
-// (the event journal's) that finishes a cycle for many sessions at once would
+// hand-over per context instead of one post per completion. A thread outside the io
+// threads (the event journal's) that finishes a cycle for many sessions at once would
 // otherwise queue a handler, and often wake a thread, per session; here each
-// context gets one handler that runs the completions on their strands (in place
-// when a strand is free: that handler already runs on the strand's thread).
-// Completions for any other kind of executor are posted to it one by one.
+// context's completions go to its completion_inbox, which runs them on their strands
+// (in place when a strand is free) at the context's next timer pass when its thread
+// expects them, or in one posted handler when it does not. Completions for any other
+// kind of executor are posted to it one by one.
 //
 // Thread-safety: none; one thread fills it and calls post_all().
 #include <boost/asio/any_io_executor.hpp>

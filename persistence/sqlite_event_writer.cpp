@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/completion_fanout.hpp"
+#include "core/completion_inbox.hpp"
 #include "core/events/log_codec.hpp"
 #include "core/time_format.hpp"
 #include "persistence/journal_codec.hpp"
@@ -78,6 +79,7 @@ std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(c
 
 void sqlite_event_writer::append_to(session_state& s, batch b) {
   std::optional<net::any_io_executor> due;
+  net::any_io_executor journaled;  // the channel's strand, when the batch went to the journal
   bool notify = false;
   {
     std::lock_guard lock(mutex_);
@@ -102,12 +104,17 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
         request_segment(s, std::move(b));
     } else {
       s.journal_in_flight = true;
+      journaled = b.executor;
       auto work = net::prefer(b.executor, net::execution::outstanding_work.tracked);
       journal_pending_.push_back({s.shared_from_this(), std::move(b), std::move(work)});
       notify = !std::exchange(journal_notified_, true);
     }
     due = std::exchange(submit_due_, std::nullopt);
   }
+  // The outcome comes from the journal's thread: on the channel's io thread (where
+  // channels append), it may wait for that thread's next timer pass instead of waking
+  // it. Before the notify, so that the pass is armed when the journal is quick.
+  if (journaled) core::completion_inbox::expect_for(journaled);
   // Outside the lock: the threads this wakes take mutex_ first thing.
   if (notify) journal_thread_.notify();
   submit_due_segments(due);

@@ -1,0 +1,71 @@
+#pragma once
+// Completions that another thread hands to an io_context, taken at the context's next
+// timer pass when its thread said it would wake then anyway, instead of waking it.
+//
+// At a paced load an io thread wakes about once a millisecond for its runs' token
+// timers (all on the whole millisecond, core/clock). Each cycle of the event journal's
+// thread then posted the cycle's commit outcomes, which woke the io thread a second
+// time in most milliseconds (the post's eventfd write and epoll_ctl are paid by the
+// journal's thread, the wake-up and context switch by both). Here the io thread that
+// hands a batch to the journal calls expect(): that arms one timer on the next whole
+// millisecond, which fires in the same reactor pass as the token timers due then.
+// Outcomes handed over while that pass is armed wait for it, at most until that
+// millisecond; outcomes handed over when no pass is armed are posted at once, as
+// before, so nothing waits for a pass that nobody armed. An outcome that expect()
+// announced after the pass was armed arms the next pass too (again_), so a journal
+// cycle that ends just after a pass still finds one armed.
+//
+// What it costs: up to 1 ms more from commit to release while passes are armed (the
+// release then comes with the thread's next timers). Measured in docs/streaming.md,
+// "Commit outcomes at the io thread's next timer pass".
+//
+// One per io_context (an asio service: `of(context)`).
+//
+// Thread-safety: hand_over() from any thread. expect() only on the context's own
+// thread; from any other thread it does nothing (outcomes are then posted).
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/io_executor.hpp"
+
+namespace agw::core {
+
+class completion_inbox final : public boost::asio::io_context::service {
+ public:
+  // A completion and the strand (on this context) it runs on.
+  using item = std::pair<io_strand, std::function<void()>>;
+
+  static boost::asio::io_context::id id;
+  explicit completion_inbox(boost::asio::io_context& context);
+
+  static completion_inbox& of(boost::asio::io_context& context);
+  // expect() on the inbox of the context behind `executor` when it is an io_strand of
+  // the calling thread's context; otherwise nothing.
+  static void expect_for(const boost::asio::any_io_executor& executor);
+
+  // On the context's thread: an outcome for this context is on its way from another thread.
+  void expect();
+  // Any thread: runs each item on its strand, in order, at the armed pass or at once.
+  void hand_over(std::vector<item> items);
+
+ private:
+  void shutdown() override;
+  void arm();      // the context's thread
+  void on_pass();  // the context's thread
+  void take();     // the context's thread
+
+  boost::asio::io_context& context_;
+  boost::asio::steady_timer pass_;  // the context's thread alone
+  bool again_ = false;              // the context's thread alone
+  std::atomic<bool> armed_{false};  // written by the context's thread, read by hand_over()
+  std::mutex mutex_;
+  std::vector<item> waiting_;  // under mutex_
+};
+
+}  // namespace agw::core
