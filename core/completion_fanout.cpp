@@ -24,7 +24,7 @@ void completion_fanout::add(const net::any_io_executor& executor, std::function<
   groups_.back().items.emplace_back(*strand, std::move(fn));
 }
 
-void completion_fanout::post_all() {
+void completion_fanout::hand_over_all() {
   for (auto& g : groups_) completion_inbox::of(g.context.context()).hand_over(std::move(g.items));
   groups_.clear();
   for (auto& [executor, fn] : others_) net::post(executor, std::move(fn));

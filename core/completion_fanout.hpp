@@ -8,7 +8,7 @@
 // expects them, or in one posted handler when it does not. Completions for any other
 // kind of executor are posted to it one by one.
 //
-// Thread-safety: none; one thread fills it and calls post_all().
+// Thread-safety: none; one thread fills it and calls hand_over_all().
 #include <boost/asio/any_io_executor.hpp>
 #include <functional>
 #include <utility>
@@ -21,8 +21,9 @@ namespace agw::core {
 class completion_fanout {
  public:
   void add(const boost::asio::any_io_executor& executor, std::function<void()> fn);
-  // Posts everything added, then holds nothing.
-  void post_all();
+  // Hands everything added to its context's inbox (other executors: a post each), then
+  // holds nothing.
+  void hand_over_all();
 
  private:
   struct context_group {

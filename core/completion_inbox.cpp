@@ -3,6 +3,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <utility>
 
 namespace agw::core {
 
@@ -15,16 +16,23 @@ completion_inbox::completion_inbox(net::io_context& context)
 
 completion_inbox& completion_inbox::of(net::io_context& context) { return net::use_service<completion_inbox>(context); }
 
-void completion_inbox::expect_for(const net::any_io_executor& executor) {
+completion_inbox* completion_inbox::of_local(const net::any_io_executor& executor) {
   const auto* strand = executor.target<io_strand>();
-  if (!strand) return;
+  if (!strand) return nullptr;
   auto& context = strand->get_inner_executor().context();
-  // Only on the context's own thread (checked before use_service, which takes the
-  // context's service registry lock; one lock a journaled batch, uncontended).
-  if (context.get_executor().running_in_this_thread()) of(context).expect();
+  return context.get_executor().running_in_this_thread() ? &of(context) : nullptr;
 }
 
-void completion_inbox::shutdown() { pass_.cancel(); }
+void completion_inbox::shutdown() {
+  pass_.cancel();
+  std::vector<item> left;
+  {
+    std::lock_guard lock(mutex_);
+    shut_ = true;
+    left.swap(waiting_);
+  }
+  // `left` goes here, with the context's other handlers, while its services still exist.
+}
 
 void completion_inbox::expect() {
   if (!context_.get_executor().running_in_this_thread()) return;
@@ -32,28 +40,33 @@ void completion_inbox::expect() {
     again_ = true;
     return;
   }
+  // Only a pass the thread makes anyway: with none of its timers due soon, the outcome
+  // is posted, and wakes the thread once, as before.
+  const auto at = timer_grains::next_marked(std::chrono::steady_clock::now(), pass_window);
+  if (!at) return;
   armed_.store(true, std::memory_order_seq_cst);
-  arm();
+  arm(*at);
 }
 
-void completion_inbox::arm() {
-  // The next whole millisecond: where core/clock puts every timer's deadline, so this
-  // one fires in a pass the thread makes anyway when any of its timers is due then.
-  const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  const auto next = std::chrono::floor<std::chrono::milliseconds>(now) + std::chrono::milliseconds(1);
-  pass_.expires_at(std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(next)));
+void completion_inbox::arm(steady_time at) {
+  pass_.expires_at(at);
   pass_.async_wait([this](boost::system::error_code ec) {
     if (!ec) on_pass();
   });
 }
 
 void completion_inbox::on_pass() {
-  // An outcome announced after this pass was armed may come after it: the next pass is
-  // armed as well, and the flag stays up meanwhile.
-  const bool again = std::exchange(again_, false);
-  if (!again) armed_.store(false, std::memory_order_seq_cst);
+  // An outcome announced after this pass was armed may come after it: the flag stays up
+  // through the next pass the thread makes, if one is due soon. Armed (or lowered)
+  // before the completions run, so that one that throws leaves no flag up without a
+  // pass behind it.
+  std::optional<steady_time> next;
+  if (std::exchange(again_, false)) next = timer_grains::next_marked(std::chrono::steady_clock::now(), pass_window);
+  if (next)
+    arm(*next);
+  else
+    armed_.store(false, std::memory_order_seq_cst);
   take();
-  if (again) arm();
 }
 
 void completion_inbox::take() {
@@ -70,6 +83,7 @@ void completion_inbox::hand_over(std::vector<item> items) {
   if (items.empty()) return;
   {
     std::lock_guard lock(mutex_);
+    if (shut_) return;  // `items` go with this call, as a post to a shut context would
     if (waiting_.empty())
       waiting_ = std::move(items);
     else
@@ -77,7 +91,8 @@ void completion_inbox::hand_over(std::vector<item> items) {
   }
   // Read after adding, under the order the mutex gives: a pass that lowered the flag
   // takes under this mutex after lowering it, so either it finds these items or this
-  // load sees the flag down and posts.
+  // load sees the flag down and posts (or up again, raised by a later expect() whose
+  // pass is still to come and will find them).
   if (!armed_.load(std::memory_order_seq_cst)) net::post(context_, [this] { take(); });
 }
 

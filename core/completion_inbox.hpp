@@ -1,37 +1,45 @@
 #pragma once
-// Completions that another thread hands to an io_context, taken at the context's next
-// timer pass when its thread said it would wake then anyway, instead of waking it.
+// Completions that another thread hands to an io_context, taken at a timer pass its
+// thread makes anyway when it said one is coming, instead of waking it.
 //
 // At a paced load an io thread wakes about once a millisecond for its runs' token
 // timers (all on the whole millisecond, core/clock). Each cycle of the event journal's
 // thread then posted the cycle's commit outcomes, which woke the io thread a second
-// time in most milliseconds (the post's eventfd write and epoll_ctl are paid by the
-// journal's thread, the wake-up and context switch by both). Here the io thread that
-// hands a batch to the journal calls expect(): that arms one timer on the next whole
-// millisecond, which fires in the same reactor pass as the token timers due then.
-// Outcomes handed over while that pass is armed wait for it, at most until that
-// millisecond; outcomes handed over when no pass is armed are posted at once, as
-// before, so nothing waits for a pass that nobody armed. An outcome that expect()
-// announced after the pass was armed arms the next pass too (again_), so a journal
+// time in most milliseconds (the post's epoll_ctl, which interrupts the reactor, is
+// paid by the journal's thread, the wake-up and context switch by the io thread). Here
+// the io thread that hands a batch to the journal calls expect(): when one of the
+// thread's timers is due within pass_window (core/clock's timer_grains), that arms one
+// timer on the same millisecond, which fires in the same reactor pass and needs no
+// re-arm of the reactor's timerfd. Outcomes handed over while that pass is armed wait
+// for it; outcomes handed over when no pass is armed (no timer of the thread due soon:
+// a light load, an agent fed by its upstream's socket) are posted at once, as before,
+// so nothing waits for a pass that nobody armed. An outcome that expect() announced
+// after the pass was armed arms the thread's next pass too (again_), so a journal
 // cycle that ends just after a pass still finds one armed.
 //
-// What it costs: up to 1 ms more from commit to release while passes are armed (the
-// release then comes with the thread's next timers). Measured in docs/streaming.md,
-// "Commit outcomes at the io thread's next timer pass".
+// What it costs: up to pass_window more from commit to release while passes are armed
+// (the release then comes with the thread's next timers). Measured in
+// docs/streaming.md, "Commit outcomes at the io thread's next timer pass (2026-11-29)".
 //
-// One per io_context (an asio service: `of(context)`).
+// One per io_context (an asio service: `of(context)`), for a context run by one
+// thread (io_pool's are): expect() takes "running in this thread" as "the thread".
+// Outcomes still waiting when the context shuts down are destroyed there, as posted
+// handlers are, and later hand-overs are dropped.
 //
-// Thread-safety: hand_over() from any thread. expect() only on the context's own
+// Thread-safety: hand_over() from any thread, while the context exists (the event
+// writer is stopped before the io contexts go). expect() only on the context's own
 // thread; from any other thread it does nothing (outcomes are then posted).
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/io_executor.hpp"
 
 namespace agw::core {
@@ -42,12 +50,15 @@ class completion_inbox final : public boost::asio::io_context::service {
   using item = std::pair<io_strand, std::function<void()>>;
 
   static boost::asio::io_context::id id;
+  // How far ahead a pass may be armed: the longest an outcome waits for one.
+  static constexpr std::chrono::milliseconds pass_window{2};
   explicit completion_inbox(boost::asio::io_context& context);
 
   static completion_inbox& of(boost::asio::io_context& context);
-  // expect() on the inbox of the context behind `executor` when it is an io_strand of
-  // the calling thread's context; otherwise nothing.
-  static void expect_for(const boost::asio::any_io_executor& executor);
+  // The inbox of the context behind `executor` when it is an io_strand of the calling
+  // thread's context; otherwise null. (use_service takes the context's registry lock:
+  // callers keep the pointer, as a channel's context never changes.)
+  static completion_inbox* of_local(const boost::asio::any_io_executor& executor);
 
   // On the context's thread: an outcome for this context is on its way from another thread.
   void expect();
@@ -56,9 +67,9 @@ class completion_inbox final : public boost::asio::io_context::service {
 
  private:
   void shutdown() override;
-  void arm();      // the context's thread
-  void on_pass();  // the context's thread
-  void take();     // the context's thread
+  void arm(steady_time at);  // the context's thread
+  void on_pass();            // the context's thread
+  void take();               // the context's thread
 
   boost::asio::io_context& context_;
   boost::asio::steady_timer pass_;  // the context's thread alone
@@ -66,6 +77,7 @@ class completion_inbox final : public boost::asio::io_context::service {
   std::atomic<bool> armed_{false};  // written by the context's thread, read by hand_over()
   std::mutex mutex_;
   std::vector<item> waiting_;  // under mutex_
+  bool shut_ = false;          // under mutex_: the context shut down
 };
 
 }  // namespace agw::core

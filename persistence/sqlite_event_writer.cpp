@@ -79,7 +79,7 @@ std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(c
 
 void sqlite_event_writer::append_to(session_state& s, batch b) {
   std::optional<net::any_io_executor> due;
-  net::any_io_executor journaled;  // the channel's strand, when the batch went to the journal
+  core::completion_inbox* expecting = nullptr;  // the channel's io thread's, when the batch went to the journal
   bool notify = false;
   {
     std::lock_guard lock(mutex_);
@@ -104,17 +104,20 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
         request_segment(s, std::move(b));
     } else {
       s.journal_in_flight = true;
-      journaled = b.executor;
+      // Channels append on their io thread; a batch appended from elsewhere (tests)
+      // finds no inbox, and its outcome is posted.
+      if (!s.inbox) s.inbox = core::completion_inbox::of_local(b.executor);
+      expecting = s.inbox;
       auto work = net::prefer(b.executor, net::execution::outstanding_work.tracked);
       journal_pending_.push_back({s.shared_from_this(), std::move(b), std::move(work)});
       notify = !std::exchange(journal_notified_, true);
     }
     due = std::exchange(submit_due_, std::nullopt);
   }
-  // The outcome comes from the journal's thread: on the channel's io thread (where
-  // channels append), it may wait for that thread's next timer pass instead of waking
-  // it. Before the notify, so that the pass is armed when the journal is quick.
-  if (journaled) core::completion_inbox::expect_for(journaled);
+  // The outcome comes from the journal's thread: it may wait for this io thread's next
+  // timer pass instead of waking it. Before the notify, so that the pass is armed when
+  // the journal is quick. (expect() does nothing on any other thread.)
+  if (expecting) expecting->expect();
   // Outside the lock: the threads this wakes take mutex_ first thing.
   if (notify) journal_thread_.notify();
   submit_due_segments(due);
@@ -213,11 +216,11 @@ void sqlite_event_writer::journal_cycle() {
       due = std::exchange(submit_due_, std::nullopt);
     }
     submit_due_segments(due);
-    // One handler per io thread for its channels' outcomes, not one per channel.
+    // At most one handler per io thread for its channels' outcomes, not one per channel.
     core::completion_fanout outcomes;
     for (auto& r : taken)
       if (r.b.done) outcomes.add(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
-    outcomes.post_all();
+    outcomes.hand_over_all();
   }
   // The files no tail needs any more go (the store's writer segments the tails).
   const auto now = std::chrono::steady_clock::now();

@@ -30,10 +30,12 @@
 // any thread (one mutex, which every step below takes). A session's state is found
 // through the log its channel opened, never by id on the way of a batch. A session's
 // age timer runs on the executor its batches name (the channel's strand), and owns
-// itself while it waits, so none outlives its io_context. Each batch's `done` is posted
-// to its own executor. The journal thread is stopped by the destructor (after a last
-// cycle); the store executor must be stopped (its queue drained) before the writer is
-// destroyed.
+// itself while it waits, so none outlives its io_context. Each batch's `done` runs on its
+// own executor: posted, or for a journaled batch handed to its io thread's
+// core::completion_inbox (taken at that thread's next timer pass when it armed one). The
+// journal thread is stopped by the destructor (after a last cycle), and must be before
+// any io_context its batches name is destroyed; the store executor must be stopped (its
+// queue drained) before the writer is destroyed.
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <functional>
@@ -49,6 +51,10 @@
 #include "core/store_executor.hpp"
 #include "persistence/journal_file.hpp"
 #include "persistence/journal_tails.hpp"
+
+namespace agw::core {
+class completion_inbox;
+}  // namespace agw::core
 
 namespace agw::persistence {
 
@@ -95,7 +101,8 @@ class sqlite_event_writer final : public core::event_log_writer {
   struct journal_request {
     state_ptr session;
     batch b;
-    // b.executor, tracked: its io_context runs until the outcome is posted there.
+    // b.executor, tracked: its io_context runs until the outcome is handed over there
+    // (then a posted handler or the inbox's armed pass keeps it running).
     boost::asio::any_io_executor work;
   };
   // A segment on its way to the store's writer: the tail (as it was when the segment
@@ -115,17 +122,18 @@ class sqlite_event_writer final : public core::event_log_writer {
     const std::string session_id;
     const std::string thread_id;  // the session's incarnation, in each journal entry
     const std::shared_ptr<journal_tails::slot> tail;
-    std::size_t tail_size = 0;              // events in `tail` (the writer alone changes it)
-    std::size_t segment_threshold = 0;      // this tail's size that asks for a segment (drawn when it starts)
-    bool journal_in_flight = false;         // the channel's batch is with the journal thread
-    bool segment_in_flight = false;         // one segment at a time per session, so tails stay exact
-    std::optional<batch> waiting;           // a segment batch, behind the segment in flight
-    bool segment_due = false;               // the tail is old enough: write it as a segment next
-    bool segment_held = false;              // a tail segment was refused: the next waits for the age timer
-    std::size_t retention = 0;              // as its last batch said
-    boost::asio::any_io_executor executor;  // its channel's strand
-    std::uint64_t timer_generation = 0;     // a timer armed earlier than this one is stale
-    bool forgotten = false;                 // deleted: nothing it appends is kept
+    std::size_t tail_size = 0;                // events in `tail` (the writer alone changes it)
+    std::size_t segment_threshold = 0;        // this tail's size that asks for a segment (drawn when it starts)
+    bool journal_in_flight = false;           // the channel's batch is with the journal thread
+    bool segment_in_flight = false;           // one segment at a time per session, so tails stay exact
+    std::optional<batch> waiting;             // a segment batch, behind the segment in flight
+    bool segment_due = false;                 // the tail is old enough: write it as a segment next
+    bool segment_held = false;                // a tail segment was refused: the next waits for the age timer
+    std::size_t retention = 0;                // as its last batch said
+    boost::asio::any_io_executor executor;    // its channel's strand
+    core::completion_inbox* inbox = nullptr;  // its channel's io thread's, once a batch came from there
+    std::uint64_t timer_generation = 0;       // a timer armed earlier than this one is stale
+    bool forgotten = false;                   // deleted: nothing it appends is kept
   };
 
   void append_to(session_state& s, batch b);

@@ -1,4 +1,5 @@
-// core/completion_fanout: completions for many strands, one post per io_context.
+// core/completion_fanout: completions for many strands, one hand-over per io_context
+// (one post when its thread expects nothing: core/completion_inbox).
 #include "core/completion_fanout.hpp"
 
 #include <doctest/doctest.h>
@@ -30,7 +31,7 @@ TEST_CASE("completion_fanout: one handler per io_context runs every completion o
       ran.push_back(i);
       on_strand.push_back(strands[static_cast<std::size_t>(i)].running_in_this_thread());
     });
-  fanout.post_all();
+  fanout.hand_over_all();
   // One handler ran on `a` ran both of a's completions, in the order they were added.
   CHECK(a.poll_one() == 1);
   CHECK(ran == std::vector<int>{0, 1});
@@ -72,7 +73,7 @@ TEST_CASE("completion_fanout: a busy strand runs its completion after what it is
   completion_fanout fanout;
   fanout.add(strand, [&] { note("completion"); });
   fanout.add(io.get_executor(), [&] { note("plain executor"); });
-  fanout.post_all();
+  fanout.hand_over_all();
   REQUIRE(noted(2));  // the plain post ran on the other thread meanwhile
   release = true;
   REQUIRE(noted(4));
