@@ -44,8 +44,8 @@ void completion_inbox::expect() {
   // is posted, and wakes the thread once, as before.
   const auto at = timer_grains::next_marked(std::chrono::steady_clock::now(), pass_window);
   if (!at) return;
+  arm(*at);  // first: if it throws, no flag is up without a pass behind it
   armed_.store(true, std::memory_order_seq_cst);
-  arm(*at);
 }
 
 void completion_inbox::arm(steady_time at) {

@@ -14,8 +14,9 @@
 // for it; outcomes handed over when no pass is armed (no timer of the thread due soon:
 // a light load, an agent fed by its upstream's socket) are posted at once, as before,
 // so nothing waits for a pass that nobody armed. An outcome that expect() announced
-// after the pass was armed arms the thread's next pass too (again_), so a journal
-// cycle that ends just after a pass still finds one armed.
+// after the pass was armed keeps the flag up through the thread's next pass when one
+// is due within pass_window (again_), so a journal cycle that ends just after a pass
+// still finds one armed.
 //
 // What it costs: up to pass_window more from commit to release while passes are armed
 // (the release then comes with the thread's next timers). Measured in

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -127,40 +128,42 @@ TEST_CASE("completion_inbox: a pass with nothing expected after it lowers the fl
 }
 
 TEST_CASE("completion_inbox: an outcome expected while a pass is armed keeps the next pass armed") {
+  using std::chrono::milliseconds;
+  const auto ms_of = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::floor<milliseconds>(t.time_since_epoch()).count();
+  };
   int counted = 0;
   for (int attempt = 0; attempt < 200 && counted < 3; ++attempt) {
     net::io_context io;
     auto work = net::make_work_guard(io);
     auto& inbox = completion_inbox::of(io);
     io_strand strand = net::make_strand(io.get_executor());
-    // Two batches handed over in the same millisecond: the second expect() finds the
-    // pass armed. Its outcome may come after that pass, so the flag stays up through it.
-    // The thread has timers due in each of the next milliseconds: a pass in each.
+    // Two batches handed over in millisecond N: the second expect() finds the pass
+    // armed. Its outcome may come after that pass, so the flag stays up through the
+    // thread's next pass. The thread has timers due in N + 1 and N + 3 only, so that
+    // next pass is at N + 3 whether the first runs in N + 1 or, late, in N + 2.
+    std::int64_t n = 0;
     on_context(io, [&] {
-      timers_due_in_next(3);
+      const auto now = std::chrono::steady_clock::now();
+      n = ms_of(now);
+      agw::core::timer_grains::mark(now + std::chrono::microseconds(1));  // N + 1
+      agw::core::timer_grains::mark(std::chrono::steady_clock::time_point(milliseconds(n + 3)));
       inbox.expect();
       inbox.expect();
     });
     int ran = 0;
-    // The time is taken in the first pass, before it arms the next one (on_pass arms
-    // first): read after it, a new millisecond may already have made that one due.
-    std::chrono::steady_clock::time_point first_pass;
-    hand_over_from_another_thread(inbox, strand, [&] {
-      ++ran;
-      first_pass = std::chrono::steady_clock::now();
-    });
+    hand_over_from_another_thread(inbox, strand, [&] { ++ran; });
     REQUIRE(run_until(io, [&] { return ran == 1; }));
     // After the first pass the second outcome still waits for a pass, not a post.
     hand_over_from_another_thread(inbox, strand, [&] { ++ran; });
     io.poll();
     const bool ran_at_once = ran == 2;
-    if (same_millisecond(first_pass, std::chrono::steady_clock::now())) {
+    if (ms_of(std::chrono::steady_clock::now()) < n + 3) {  // the pass at N + 3 not due yet
       ++counted;
       CHECK_FALSE(ran_at_once);
     }
     REQUIRE(run_until(io, [&] { return ran == 2; }));
-    // The second pass expected nothing more: the flag is down again (though timers are
-    // due in the next millisecond too), and the next
+    // The second pass expected nothing more: the flag is down again, and the next
     // outcome is posted (a poll, which never waits for a timer, runs it).
     hand_over_from_another_thread(inbox, strand, [&] { ++ran; });
     io.poll();
@@ -179,7 +182,7 @@ TEST_CASE("completion_inbox: with no timer of the thread due soon, expect() arms
   // A timer due beyond the window does not count: the outcome would wait that long.
   on_context(io, [&] {
     agw::core::timer_grains::mark(std::chrono::steady_clock::now() + completion_inbox::pass_window +
-                                  std::chrono::milliseconds(2));
+                                  std::chrono::milliseconds(20));
     inbox.expect();
   });
   bool ran = false;
@@ -252,20 +255,22 @@ TEST_CASE("completion_inbox: a context that goes with outcomes waiting destroys 
   };
   std::optional<shutting_context> io(std::in_place);
   auto& inbox = completion_inbox::of(*io);
-  io_strand strand = net::make_strand(io->get_executor());
+  // Gone before the context: a strand's destructor reaches its service.
+  std::optional<io_strand> strand(net::make_strand(io->get_executor()));
   on_context(*io, [&] {
     timers_due_in_next(1);
     inbox.expect();
   });
   bool ran = false;
-  hand_over_from_another_thread(inbox, strand, [&ran, keep = std::move(owned)] { ran = true; });
+  hand_over_from_another_thread(inbox, *strand, [&ran, keep = std::move(owned)] { ran = true; });
   CHECK_FALSE(watch.expired());
   io->shutdown();
   CHECK(watch.expired());
   auto late = std::make_shared<int>(8);
   std::weak_ptr<int> watch_late = late;
-  hand_over_from_another_thread(inbox, strand, [keep = std::move(late)] {});
+  hand_over_from_another_thread(inbox, *strand, [keep = std::move(late)] {});
   CHECK(watch_late.expired());
+  strand.reset();
   io.reset();
   CHECK_FALSE(ran);
 }
