@@ -34,6 +34,14 @@ bool same_millisecond(std::chrono::steady_clock::time_point a, std::chrono::stea
          std::chrono::floor<std::chrono::milliseconds>(b.time_since_epoch());
 }
 
+// A context kept running by a work guard, its inbox and a strand on it (gone first).
+struct inbox_fixture {
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  completion_inbox& inbox = completion_inbox::of(io);
+  io_strand strand = net::make_strand(io.get_executor());
+};
+
 // Runs `io` until `done()`, for at most 2 s: a lost outcome fails the test, not hang it.
 template <class Done>
 bool run_until(net::io_context& io, Done done) {
@@ -78,10 +86,8 @@ TEST_CASE("completion_inbox: an expected outcome waits for the armed pass, then 
   // pass was armed in (a slow moment of this machine spoils some; they are retried).
   int counted = 0;
   for (int attempt = 0; attempt < 200 && counted < 3; ++attempt) {
-    net::io_context io;
-    auto work = net::make_work_guard(io);
-    auto& inbox = completion_inbox::of(io);
-    io_strand strand = net::make_strand(io.get_executor());
+    inbox_fixture fixture;
+    auto& [io, work, inbox, strand] = fixture;
     std::chrono::steady_clock::time_point armed_at;
     on_context(io, [&] {
       armed_at = std::chrono::steady_clock::now();
@@ -108,36 +114,15 @@ TEST_CASE("completion_inbox: an expected outcome waits for the armed pass, then 
   CHECK(counted == 3);
 }
 
-TEST_CASE("completion_inbox: a pass with nothing expected after it lowers the flag; the next outcome is posted") {
-  net::io_context io;
-  auto work = net::make_work_guard(io);
-  auto& inbox = completion_inbox::of(io);
-  io_strand strand = net::make_strand(io.get_executor());
-  on_context(io, [&] {
-    timers_due_in_next(1);
-    inbox.expect();
-  });
-  int ran = 0;
-  hand_over_from_another_thread(inbox, strand, [&] { ++ran; });
-  REQUIRE(run_until(io, [&] { return ran == 1; }));
-  // The pass ran and nothing else was expected: a second outcome is posted, and a
-  // poll (which never waits for a timer) runs it.
-  hand_over_from_another_thread(inbox, strand, [&] { ++ran; });
-  io.poll();
-  CHECK(ran == 2);
-}
-
-TEST_CASE("completion_inbox: an outcome expected while a pass is armed keeps the next pass armed") {
+TEST_CASE("completion_inbox: an outcome expected while a pass is armed keeps the next pass armed; then a pass lowers the flag") {
   using std::chrono::milliseconds;
   const auto ms_of = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::floor<milliseconds>(t.time_since_epoch()).count();
   };
   int counted = 0;
   for (int attempt = 0; attempt < 200 && counted < 3; ++attempt) {
-    net::io_context io;
-    auto work = net::make_work_guard(io);
-    auto& inbox = completion_inbox::of(io);
-    io_strand strand = net::make_strand(io.get_executor());
+    inbox_fixture fixture;
+    auto& [io, work, inbox, strand] = fixture;
     // Two batches handed over in millisecond N: the second expect() finds the pass
     // armed. Its outcome may come after that pass, so the flag stays up through the
     // thread's next pass. The thread has timers due in N + 1 and N + 3 only, so that
@@ -175,10 +160,8 @@ TEST_CASE("completion_inbox: an outcome expected while a pass is armed keeps the
 TEST_CASE("completion_inbox: with no timer of the thread due soon, expect() arms nothing and the outcome is posted") {
   // Milliseconds that earlier tests on this thread marked are past by then.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  net::io_context io;
-  auto work = net::make_work_guard(io);
-  auto& inbox = completion_inbox::of(io);
-  io_strand strand = net::make_strand(io.get_executor());
+  inbox_fixture fixture;
+  auto& [io, work, inbox, strand] = fixture;
   // A timer due beyond the window does not count: the outcome would wait that long.
   on_context(io, [&] {
     agw::core::timer_grains::mark(std::chrono::steady_clock::now() + completion_inbox::pass_window +
