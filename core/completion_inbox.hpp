@@ -52,7 +52,7 @@ class completion_inbox final : public boost::asio::io_context::service {
 
   static boost::asio::io_context::id id;
   // How far ahead a pass may be armed: the longest an outcome waits for one.
-  static constexpr std::chrono::milliseconds pass_window{2};
+  static constexpr std::chrono::milliseconds pass_window{1};
   explicit completion_inbox(boost::asio::io_context& context);
 
   static completion_inbox& of(boost::asio::io_context& context);

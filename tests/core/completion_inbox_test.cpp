@@ -119,20 +119,21 @@ TEST_CASE("completion_inbox: an outcome expected while a pass is armed keeps the
   const auto ms_of = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::floor<milliseconds>(t.time_since_epoch()).count();
   };
+  constexpr auto window = completion_inbox::pass_window;
   int counted = 0;
   for (int attempt = 0; attempt < 200 && counted < 3; ++attempt) {
     inbox_fixture fixture;
     auto& [io, work, inbox, strand] = fixture;
     // Two batches handed over in millisecond N: the second expect() finds the pass
     // armed. Its outcome may come after that pass, so the flag stays up through the
-    // thread's next pass. The thread has timers due in N + 1 and N + 3 only, so that
-    // next pass is at N + 3 whether the first runs in N + 1 or, late, in N + 2.
+    // thread's next pass. The thread has timers due in N + 1 and N + 1 + pass_window
+    // only, so that next pass is at N + 1 + pass_window when the first runs in time.
     std::int64_t n = 0;
     on_context(io, [&] {
       const auto now = std::chrono::steady_clock::now();
       n = ms_of(now);
       agw::core::timer_grains::mark(now + std::chrono::microseconds(1));  // N + 1
-      agw::core::timer_grains::mark(std::chrono::steady_clock::time_point(milliseconds(n + 3)));
+      agw::core::timer_grains::mark(std::chrono::steady_clock::time_point(milliseconds(n + 1) + window));
       inbox.expect();
       inbox.expect();
     });
@@ -143,7 +144,7 @@ TEST_CASE("completion_inbox: an outcome expected while a pass is armed keeps the
     hand_over_from_another_thread(inbox, strand, [&] { ++ran; });
     io.poll();
     const bool ran_at_once = ran == 2;
-    if (ms_of(std::chrono::steady_clock::now()) < n + 3) {  // the pass at N + 3 not due yet
+    if (ms_of(std::chrono::steady_clock::now()) < n + 1 + window.count()) {  // the second pass not due yet
       ++counted;
       CHECK_FALSE(ran_at_once);
     }
