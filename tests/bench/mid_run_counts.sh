@@ -2,8 +2,12 @@
 # Two gateway binaries under the same sseload workload, alternated A-B-B-A, each run on
 # a fresh server: what the server does in a window in the middle of the load, where
 # the runs' starts and ends are not (sseload's own server CPU figure spans them).
-# Per run: the server's CPU (ms per second, from /proc/PID/stat), its threads'
-# voluntary and involuntary context switches per second (/proc/PID/task/*/status), and
+# Per run: the server's CPU (ms per second, from /proc/PID/stat), the time its threads
+# ran by kind (ms per second, from /proc/PID/task/*/schedstat, exact to the
+# nanosecond where /proc/PID/stat counts 10 ms ticks: io threads, with the main thread;
+# the event journal's thread; the store's writer, readers and WAL
+# checkpointer), its threads' voluntary and involuntary context switches per second
+# (/proc/PID/task/*/status), and
 # with perf (Debian's linux-perf; optional) its system calls per second by kind; then
 # sseload's summary figures. Last, the medians per binary. This machine is shared and
 # noisy: compare binaries measured in the same run of this script, never across runs.
@@ -51,17 +55,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# CPU ticks, voluntary and involuntary switches of the whole process, summed over threads.
+# CPU ticks, voluntary and involuntary switches of the whole process, summed over
+# threads, then the microseconds run by io, journal, store and other threads.
 snapshot() {
-  local cpu v=0 n=0 t a b
+  local cpu v=0 n=0 t a b comm ran kind
+  local -A run=([io]=0 [journal]=0 [store]=0 [other]=0)
   cpu="$(awk '{print $14 + $15}' "/proc/$server_pid/stat")"
   for t in /proc/"$server_pid"/task/*; do
     a="$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)"
     b="$(awk '/^nonvoluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)"
     v=$((v + ${a:-0}))
     n=$((n + ${b:-0}))
+    comm="$(cat "$t/comm" 2>/dev/null || true)"
+    ran="$(awk '{print int($1 / 1000)}' "$t/schedstat" 2>/dev/null || echo 0)"
+    case "$comm" in
+      agw-io-*) kind=io ;;
+      agw-journal) kind=journal ;;
+      agw-writer | agw-reader-* | agw-checkpoint) kind=store ;;
+      agw-*) kind=other ;;
+      *) kind=io ;;  # the main thread (named as the binary) runs the first io_context; the
+                     # other unnamed threads (libraries') ran nothing under these loads
+    esac
+    run[$kind]=$((run[$kind] + ${ran:-0}))
   done
-  echo "$cpu $v $n"
+  echo "$cpu $v $n ${run[io]} ${run[journal]} ${run[store]} ${run[other]}"
 }
 
 # measure LABEL BINARY: one run; appends "label key=value..." to $work/results.
@@ -98,7 +115,9 @@ measure() {
   kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
   server_pid=""
-  echo "$label cpu_ms/s=$(((after[0] - before[0]) * 1000 / ticks / window)) vol/s=$(((after[1] - before[1]) / window)) invol/s=$(((after[2] - before[2]) / window)) ${counts}$(grep -oE '(events_per_s|srv_cpu_s/M|jitter_p99_ms|errors)=[-0-9.e+]+' <<<"$line" | tr '\n' ' ')" |
+  local ran_by_kind="io_ms/s=$(((after[3] - before[3]) / 1000 / window)) journal_ms/s=$(((after[4] - before[4]) / 1000 / window))"
+  ran_by_kind+=" store_ms/s=$(((after[5] - before[5]) / 1000 / window)) other_ms/s=$(((after[6] - before[6]) / 1000 / window))"
+  echo "$label cpu_ms/s=$(((after[0] - before[0]) * 1000 / ticks / window)) $ran_by_kind vol/s=$(((after[1] - before[1]) / window)) invol/s=$(((after[2] - before[2]) / window)) ${counts}$(grep -oE '(events_per_s|srv_cpu_s/M|jitter_p99_ms|errors)=[-0-9.e+]+' <<<"$line" | tr '\n' ' ')" |
     tee -a "$work/results"
 }
 
