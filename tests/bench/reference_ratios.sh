@@ -95,12 +95,13 @@ measure() {
   echo "$name $label $figures" | tee -a "$work/results"
 }
 
-# machine_wake: how late this machine wakes an idle thread in these minutes
-# (tests/bench/wake_latency, 5 s, no server running); a line of the results like a
-# server's, so the summary has its median.
+# machine_wake: how late this machine wakes an idle thread in these minutes, and the
+# CPU a timer wake and a hand-off between two threads cost (tests/bench/wake_latency,
+# 5 s, no server running); a line of the results like a server's, so the summary has
+# its median.
 machine_wake() {
   local figures
-  figures="$("$wake" --seconds 5 | grep -oE '(p50_ms|p99_ms|p999_ms|max_ms)=[0-9.]+' | tr '\n' ' ')" || true
+  figures="$("$wake" --seconds 5 | grep -oE '(p50_ms|p99_ms|p999_ms|max_ms|cpu_us_per_wake|handoff_cpu_us)=[0-9.]+' | tr '\n' ' ')" || true
   if [ -z "$figures" ]; then
     echo "reference_ratios: machine wake failed" >&2
     failed=1

@@ -1,18 +1,25 @@
-// How late this machine wakes a sleeping thread, right now: context for reading the
-// paced and resume figures, which are made of timer wakes and socket wakes of mostly
-// idle threads. On a shared virtual machine the host decides when an idle virtual CPU
-// runs again, and in some hours that adds milliseconds to a wake. It does not explain
-// every noisy hour (docs/streaming.md, "How late the machine wakes a thread"). No
-// server is involved.
+// How late this machine wakes a sleeping thread, and what a wake costs in CPU, right
+// now: context for reading the paced and resume figures, which are made of timer wakes
+// and socket wakes of mostly idle threads. On a shared virtual machine the host decides
+// when an idle virtual CPU runs again, and in some hours that adds milliseconds to a
+// wake. It does not explain every noisy hour (docs/streaming.md, "How late the machine
+// wakes a thread"). What a wake costs decides what a thread hop costs a server
+// (docs/streaming.md, "What a wake-up costs on this machine"). No server is involved.
 //
 //   wake_latency [--seconds 1-600] [--period-us 100-1000000]   (defaults: 5, 1000)
 //
 // One thread sleeps to absolute deadlines P apart (clock_nanosleep, TIMER_ABSTIME on
 // CLOCK_MONOTONIC) and records how long after each deadline it ran again. A deadline
 // already passed when a sleep starts is skipped, not slept, so one long pause counts
-// once rather than as a run of late wakes. Prints one line of key=value figures in
-// milliseconds.
+// once rather than as a run of late wakes. Its own CPU time over the loop, divided by
+// its wakes, is what one timer wake of an otherwise idle thread costs. Then two threads
+// hand a token back and forth through eventfds 20,000 times, each asleep while the
+// other runs: their CPU time per hand-off is what waking another thread costs (both
+// sides). Prints one line of key=value figures: delays in milliseconds, CPU in
+// microseconds.
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +29,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -41,6 +49,52 @@ std::optional<std::int64_t> flag_number(std::string_view text, std::int64_t low,
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (ec != std::errc{} || end != text.data() + text.size() || n < low || n > high) return std::nullopt;
   return n;
+}
+
+std::int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * ns_per_s + t.tv_nsec;
+}
+
+// Microseconds of CPU, both threads together, per hand-off between two threads that
+// each sleep in read(2) until the other writes its eventfd; nullopt if an eventfd fails.
+std::optional<double> handoff_cpu_us(int rounds) {
+  const int to_peer = eventfd(0, EFD_CLOEXEC);
+  const int to_main = eventfd(0, EFD_CLOEXEC);
+  if (to_peer < 0 || to_main < 0) return std::nullopt;
+  // One token in flight; a failed read or write (none expected) ends that side early,
+  // and the other's next read would then block: both sides stop at the first failure.
+  auto pass = [](int from, int to) {
+    std::uint64_t token = 0;
+    if (read(from, &token, sizeof token) != sizeof token) return false;
+    token = 1;
+    return write(to, &token, sizeof token) == sizeof token;
+  };
+  std::int64_t peer_cpu = 0;
+  bool peer_ok = true;
+  std::thread peer([&] {
+    const std::int64_t start = thread_cpu_ns();
+    for (int i = 0; i < rounds && peer_ok; ++i) peer_ok = pass(to_peer, to_main);
+    peer_cpu = thread_cpu_ns() - start;
+  });
+  const std::int64_t start = thread_cpu_ns();
+  bool ok = true;
+  const std::uint64_t first = 1;
+  ok = write(to_peer, &first, sizeof first) == sizeof first;
+  for (int i = 1; i < rounds && ok; ++i) ok = pass(to_main, to_peer);
+  std::uint64_t last = 0;
+  if (ok) ok = read(to_main, &last, sizeof last) == sizeof last;
+  const std::int64_t main_cpu = thread_cpu_ns() - start;
+  if (!ok) {
+    const std::uint64_t unblock = 1;  // the peer may be waiting for a token that will not come
+    (void)!write(to_peer, &unblock, sizeof unblock);
+  }
+  peer.join();
+  close(to_peer);
+  close(to_main);
+  if (!ok || !peer_ok) return std::nullopt;
+  return static_cast<double>(main_cpu + peer_cpu) / 1e3 / (2.0 * rounds);
 }
 
 // The value at quantile q (0..1) of sorted values.
@@ -70,6 +124,7 @@ int main(int argc, char** argv) {
 
   std::vector<double> late_ms;
   late_ms.reserve(static_cast<std::size_t>(seconds * ns_per_s / period_ns) + 1);  // at most 6e6 wakes: 48 MB
+  const std::int64_t cpu_start = thread_cpu_ns();
   std::int64_t deadline = now_ns() + period_ns;
   while (deadline < end) {
     const timespec when{static_cast<time_t>(deadline / ns_per_s), static_cast<long>(deadline % ns_per_s)};
@@ -86,13 +141,22 @@ int main(int argc, char** argv) {
     deadline += period_ns;
     if (deadline <= woke) deadline += ((woke - deadline) / period_ns + 1) * period_ns;  // skip the passed ones
   }
+  const std::int64_t sleeper_cpu = thread_cpu_ns() - cpu_start;
   if (late_ms.empty()) {
     std::fprintf(stderr, "wake_latency: --seconds is shorter than one period\n");
     return 2;
   }
+  const auto handoff = handoff_cpu_us(20'000);
+  if (!handoff) {
+    std::fprintf(stderr, "wake_latency: the hand-off between two threads failed: %s\n", std::strerror(errno));
+    return 1;
+  }
   std::sort(late_ms.begin(), late_ms.end());
-  std::printf("wake_latency period_us=%lld wakes=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n",
-              static_cast<long long>(period_us), late_ms.size(), at(late_ms, 0.5), at(late_ms, 0.9), at(late_ms, 0.99),
-              at(late_ms, 0.999), late_ms.back());
+  std::printf(
+      "wake_latency period_us=%lld wakes=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f "
+      "cpu_us_per_wake=%.1f handoff_cpu_us=%.1f\n",
+      static_cast<long long>(period_us), late_ms.size(), at(late_ms, 0.5), at(late_ms, 0.9), at(late_ms, 0.99),
+      at(late_ms, 0.999), late_ms.back(), static_cast<double>(sleeper_cpu) / 1e3 / static_cast<double>(late_ms.size()),
+      *handoff);
   return 0;
 }
