@@ -156,7 +156,6 @@ int main(int argc, char** argv) {
       "wake_latency period_us=%lld wakes=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f "
       "cpu_us_per_wake=%.1f handoff_cpu_us=%.1f\n",
       static_cast<long long>(period_us), late_ms.size(), at(late_ms, 0.5), at(late_ms, 0.9), at(late_ms, 0.99),
-      at(late_ms, 0.999), late_ms.back(), static_cast<double>(sleeper_cpu) / 1e3 / static_cast<double>(late_ms.size()),
-      *handoff);
+      at(late_ms, 0.999), late_ms.back(), static_cast<double>(sleeper_cpu) / 1e3 / static_cast<double>(late_ms.size()), *handoff);
   return 0;
 }
