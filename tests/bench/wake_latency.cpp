@@ -26,6 +26,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -57,43 +58,54 @@ std::int64_t thread_cpu_ns() {
   return t.tv_sec * ns_per_s + t.tv_nsec;
 }
 
+// Moves one token over an eventfd. A failure (none expected; EINTR is retried) ends
+// the program at once: the other thread would otherwise wait for the token for ever.
+void send_token(int fd) {
+  const std::uint64_t token = 1;
+  ssize_t n = 0;
+  while ((n = write(fd, &token, sizeof token)) < 0 && errno == EINTR) {
+  }
+  if (n != sizeof token) {
+    std::fprintf(stderr, "wake_latency: eventfd write: %s\n", std::strerror(errno));
+    std::_Exit(1);
+  }
+}
+
+void take_token(int fd) {
+  std::uint64_t token = 0;
+  ssize_t n = 0;
+  while ((n = read(fd, &token, sizeof token)) < 0 && errno == EINTR) {
+  }
+  if (n != sizeof token) {
+    std::fprintf(stderr, "wake_latency: eventfd read: %s\n", std::strerror(errno));
+    std::_Exit(1);
+  }
+}
+
 // Microseconds of CPU, both threads together, per hand-off between two threads that
-// each sleep in read(2) until the other writes its eventfd; nullopt if an eventfd fails.
+// each sleep in read(2) until the other writes its eventfd; nullopt if no eventfd.
 std::optional<double> handoff_cpu_us(int rounds) {
   const int to_peer = eventfd(0, EFD_CLOEXEC);
   const int to_main = eventfd(0, EFD_CLOEXEC);
   if (to_peer < 0 || to_main < 0) return std::nullopt;
-  // One token in flight; a failed read or write (none expected) ends that side early,
-  // and the other's next read would then block: both sides stop at the first failure.
-  auto pass = [](int from, int to) {
-    std::uint64_t token = 0;
-    if (read(from, &token, sizeof token) != sizeof token) return false;
-    token = 1;
-    return write(to, &token, sizeof token) == sizeof token;
-  };
   std::int64_t peer_cpu = 0;
-  bool peer_ok = true;
   std::thread peer([&] {
     const std::int64_t start = thread_cpu_ns();
-    for (int i = 0; i < rounds && peer_ok; ++i) peer_ok = pass(to_peer, to_main);
+    for (int i = 0; i < rounds; ++i) {
+      take_token(to_peer);
+      send_token(to_main);
+    }
     peer_cpu = thread_cpu_ns() - start;
   });
   const std::int64_t start = thread_cpu_ns();
-  bool ok = true;
-  const std::uint64_t first = 1;
-  ok = write(to_peer, &first, sizeof first) == sizeof first;
-  for (int i = 1; i < rounds && ok; ++i) ok = pass(to_main, to_peer);
-  std::uint64_t last = 0;
-  if (ok) ok = read(to_main, &last, sizeof last) == sizeof last;
-  const std::int64_t main_cpu = thread_cpu_ns() - start;
-  if (!ok) {
-    const std::uint64_t unblock = 1;  // the peer may be waiting for a token that will not come
-    (void)!write(to_peer, &unblock, sizeof unblock);
+  for (int i = 0; i < rounds; ++i) {
+    send_token(to_peer);
+    take_token(to_main);
   }
+  const std::int64_t main_cpu = thread_cpu_ns() - start;
   peer.join();
   close(to_peer);
   close(to_main);
-  if (!ok || !peer_ok) return std::nullopt;
   return static_cast<double>(main_cpu + peer_cpu) / 1e3 / (2.0 * rounds);
 }
 
@@ -148,7 +160,7 @@ int main(int argc, char** argv) {
   }
   const auto handoff = handoff_cpu_us(20'000);
   if (!handoff) {
-    std::fprintf(stderr, "wake_latency: the hand-off between two threads failed: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "wake_latency: eventfd: %s\n", std::strerror(errno));
     return 1;
   }
   std::sort(late_ms.begin(), late_ms.end());
