@@ -2,14 +2,16 @@
 # Two gateway binaries under the same sseload workload, alternated A-B-B-A, each run on
 # a fresh server: what the server does in a window in the middle of the load, where
 # the runs' starts and ends are not (sseload's own server CPU figure spans them).
-# Per run: the server's CPU (ms per second, from /proc/PID/stat), the time its threads
-# ran by kind (ms per second, from /proc/PID/task/*/schedstat, exact to the
-# nanosecond where /proc/PID/stat counts 10 ms ticks: io threads, with the main thread;
-# the event journal's thread; the store's writer, readers and WAL
-# checkpointer), its threads' voluntary and involuntary context switches per second
-# (/proc/PID/task/*/status), and
-# with perf (Debian's linux-perf; optional) its system calls per second by kind; then
-# sseload's summary figures. Last, the medians per binary. This machine is shared and
+# Per run:
+# - the server's CPU (ms per second, from /proc/PID/stat);
+# - the time its threads ran, by kind (ms per second, from /proc/PID/task/*/schedstat,
+#   exact where /proc/PID/stat counts 10 ms ticks): io (with the main thread), journal
+#   (the event journal's thread), store (the writer, readers and WAL checkpointer),
+#   other. Threads that end inside the window drop out of it (the gateway's do not);
+# - its threads' voluntary and involuntary context switches per second
+#   (/proc/PID/task/*/status);
+# - with perf (Debian's linux-perf; optional), its system calls per second by kind;
+# - sseload's summary figures. Last, the medians per binary. This machine is shared and
 # noisy: compare binaries measured in the same run of this script, never across runs.
 #
 #   tests/bench/mid_run_counts.sh BINARY_A BINARY_B [ROUNDS] [-- WORKLOAD...]
@@ -60,7 +62,9 @@ trap cleanup EXIT
 snapshot() {
   local cpu v=0 n=0 t a b comm ran kind
   local -A run=([io]=0 [journal]=0 [store]=0 [other]=0)
-  cpu="$(awk '{print $14 + $15}' "/proc/$server_pid/stat")"
+  cpu="$(awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null || true)"
+  # A server gone mid-run: stop here rather than read shifted fields (set -e ends the script).
+  [ -n "$cpu" ] || { echo "mid_run_counts: server $server_pid is gone" >&2; return 1; }
   for t in /proc/"$server_pid"/task/*; do
     a="$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)"
     b="$(awk '/^nonvoluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)"

@@ -25,9 +25,10 @@
 # free loopback port with a 5 s heartbeat, and stops it by its PID. The summary is
 # the median per server and figure, then the gateway's median over each reference's.
 # A failed measurement is reported and left out; the script then exits 1. Each round
-# first measures how late the machine itself wakes an idle thread (tests/bench/
-# wake_latency, 5 s): on this shared virtual machine that moves by the hour. It is
-# context for the paced jitter and resume figures, not a correction of them.
+# first measures how late the machine itself wakes an idle thread, and what a wake
+# costs it in CPU (tests/bench/wake_latency, 5 s and under a second of hand-offs): on
+# this shared virtual machine that moves by the hour. It is context for the paced
+# CPU, jitter and resume figures, not a correction of them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 rounds="${1:-3}"
@@ -96,9 +97,10 @@ measure() {
 }
 
 # machine_wake: how late this machine wakes an idle thread in these minutes, and the
-# CPU a timer wake and a hand-off between two threads cost (tests/bench/wake_latency,
-# 5 s, no server running); a line of the results like a server's, so the summary has
-# its median.
+# CPU a timer wake and a hand-off between two threads on two CPUs cost
+# (tests/bench/wake_latency: 5 s of timer wakes, then under a second of hand-offs; no
+# server running); a line of the results like a server's, so the summary has its
+# median.
 machine_wake() {
   local figures
   figures="$("$wake" --seconds 5 | grep -oE '(p50_ms|p99_ms|p999_ms|max_ms|cpu_us_per_wake|handoff_cpu_us)=[0-9.]+' | tr '\n' ' ')" || true

@@ -12,11 +12,15 @@
 // CLOCK_MONOTONIC) and records how long after each deadline it ran again. A deadline
 // already passed when a sleep starts is skipped, not slept, so one long pause counts
 // once rather than as a run of late wakes. Its own CPU time over the loop, divided by
-// its wakes, is what one timer wake of an otherwise idle thread costs. Then two threads
-// hand a token back and forth through eventfds 20,000 times, each asleep while the
-// other runs: their CPU time per hand-off is what waking another thread costs (both
-// sides). Prints one line of key=value figures: delays in milliseconds, CPU in
+// its wakes, is what one timer wake of an otherwise idle thread costs. Then (after the
+// --seconds, well under a second here) two threads pinned to two different CPUs hand a
+// token back and forth through eventfds 20,000 times, each blocking in read(2) until
+// the other writes: their CPU time per hand-off is what waking a thread on another CPU
+// costs, both sides together (handoff_cpus=1 when only one CPU is allowed: then they
+// share it). Prints one line of key=value figures: delays in milliseconds, CPU in
 // microseconds.
+#include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,14 +86,42 @@ void take_token(int fd) {
   }
 }
 
-// Microseconds of CPU, both threads together, per hand-off between two threads that
-// each sleep in read(2) until the other writes its eventfd; nullopt if no eventfd.
-std::optional<double> handoff_cpu_us(int rounds) {
+// Pins the calling thread to `cpu`, or leaves it where it is for a negative one.
+void pin_this_thread(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
+struct handoff_figure {
+  double cpu_us = 0;  // both threads' CPU time per hand-off
+  int cpus = 0;       // 2: on two different CPUs; 1: sharing the only one allowed
+};
+
+// Two threads that each block in read(2) until the other writes its eventfd, on two
+// different CPUs of those this process may use when there are two; nullopt if an
+// eventfd cannot be made.
+std::optional<handoff_figure> handoff(int rounds) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  sched_getaffinity(0, sizeof allowed, &allowed);
+  int cpus[2] = {-1, -1};
+  for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+  if (cpus[1] < 0) cpus[0] = -1;  // one CPU: nothing to pin to
+
   const int to_peer = eventfd(0, EFD_CLOEXEC);
+  if (to_peer < 0) return std::nullopt;
   const int to_main = eventfd(0, EFD_CLOEXEC);
-  if (to_peer < 0 || to_main < 0) return std::nullopt;
+  if (to_main < 0) {
+    close(to_peer);
+    return std::nullopt;
+  }
   std::int64_t peer_cpu = 0;
   std::thread peer([&] {
+    pin_this_thread(cpus[1]);
     const std::int64_t start = thread_cpu_ns();
     for (int i = 0; i < rounds; ++i) {
       take_token(to_peer);
@@ -97,6 +129,7 @@ std::optional<double> handoff_cpu_us(int rounds) {
     }
     peer_cpu = thread_cpu_ns() - start;
   });
+  pin_this_thread(cpus[0]);
   const std::int64_t start = thread_cpu_ns();
   for (int i = 0; i < rounds; ++i) {
     send_token(to_peer);
@@ -104,9 +137,10 @@ std::optional<double> handoff_cpu_us(int rounds) {
   }
   const std::int64_t main_cpu = thread_cpu_ns() - start;
   peer.join();
+  pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
   close(to_peer);
   close(to_main);
-  return static_cast<double>(main_cpu + peer_cpu) / 1e3 / (2.0 * rounds);
+  return handoff_figure{static_cast<double>(main_cpu + peer_cpu) / 1e3 / (2.0 * rounds), cpus[1] < 0 ? 1 : 2};
 }
 
 // The value at quantile q (0..1) of sorted values.
@@ -158,16 +192,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "wake_latency: --seconds is shorter than one period\n");
     return 2;
   }
-  const auto handoff = handoff_cpu_us(20'000);
-  if (!handoff) {
+  const auto handoffs = handoff(20'000);
+  if (!handoffs) {
     std::fprintf(stderr, "wake_latency: eventfd: %s\n", std::strerror(errno));
     return 1;
   }
   std::sort(late_ms.begin(), late_ms.end());
   std::printf(
       "wake_latency period_us=%lld wakes=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f "
-      "cpu_us_per_wake=%.1f handoff_cpu_us=%.1f\n",
+      "cpu_us_per_wake=%.1f handoff_cpu_us=%.1f handoff_cpus=%d\n",
       static_cast<long long>(period_us), late_ms.size(), at(late_ms, 0.5), at(late_ms, 0.9), at(late_ms, 0.99),
-      at(late_ms, 0.999), late_ms.back(), static_cast<double>(sleeper_cpu) / 1e3 / static_cast<double>(late_ms.size()), *handoff);
+      at(late_ms, 0.999), late_ms.back(), static_cast<double>(sleeper_cpu) / 1e3 / static_cast<double>(late_ms.size()),
+      handoffs->cpu_us, handoffs->cpus);
   return 0;
 }
