@@ -116,7 +116,9 @@ std::optional<handoff_figure> handoff(int rounds) {
   if (to_peer < 0) return std::nullopt;
   const int to_main = eventfd(0, EFD_CLOEXEC);
   if (to_main < 0) {
+    const int error = errno;  // for the caller's message, past close()
     close(to_peer);
+    errno = error;
     return std::nullopt;
   }
   std::int64_t peer_cpu = 0;
