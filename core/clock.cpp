@@ -1,10 +1,8 @@
 #include "core/clock.hpp"
 
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cstddef>
 
 namespace agw::core {
 
@@ -39,36 +37,10 @@ steady_time on_grain(steady_time deadline) {
   return steady_time(std::chrono::duration_cast<steady_time::duration>(whole));
 }
 
-// Slot i holds the millisecond (since the steady clock's epoch) last marked with
-// ms % 64 == i; -1: none.
-constexpr std::size_t grain_slots = 64;
-thread_local std::array<std::int64_t, grain_slots> marked_grains = [] {
-  std::array<std::int64_t, grain_slots> a{};
-  a.fill(-1);
-  return a;
-}();
-
-std::int64_t whole_ms(steady_time t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
 }  // namespace
-
-void timer_grains::mark(steady_time due) {
-  const auto ms = whole_ms(on_grain(due));
-  marked_grains[static_cast<std::size_t>(ms) % grain_slots] = ms;
-}
-
-std::optional<steady_time> timer_grains::next_marked(steady_time now, std::chrono::milliseconds within) {
-  const auto from = std::chrono::floor<std::chrono::milliseconds>(now.time_since_epoch()).count() + 1;
-  for (auto ms = from; ms < from + within.count(); ++ms)
-    if (marked_grains[static_cast<std::size_t>(ms) % grain_slots] == ms)
-      return steady_time(std::chrono::duration_cast<steady_time::duration>(std::chrono::milliseconds(ms)));
-  return std::nullopt;
-}
 
 net::awaitable<bool> steady_wait_timer::wait_until(steady_time deadline) {
   timer_.expires_at(on_grain(deadline));
-  timer_grains::mark(deadline);
   auto waiting = timer_.async_wait(net::as_tuple(net::use_awaitable));
   auto [ec] = co_await std::move(waiting);
   // A cancel that arrives after the deadline passed finds nothing to cancel: the wait was full.

@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
 
 namespace agw::core {
 
@@ -57,19 +56,6 @@ class real_clock final : public clock {
   wall_time wall_now() const override { return std::chrono::system_clock::now(); }
   steady_time steady_now() const override { return std::chrono::steady_clock::now(); }
   std::unique_ptr<wait_timer> make_timer(boost::asio::any_io_executor executor) const override;
-};
-
-// Which whole milliseconds of the steady clock the calling thread has a steady_wait_timer
-// due in (deadlines are on that grain), remembered for the next 64: a thread that has one
-// due then makes a reactor pass then anyway, and core/completion_inbox times its pass to
-// share it. A hint: a timer cancelled or re-armed since leaves its millisecond marked,
-// and a deadline 64 ms after another takes its slot.
-// Thread-safety: each thread's own (thread_local).
-class timer_grains {
- public:
-  static void mark(steady_time due);
-  // The first marked millisecond in (now, now + within], if any.
-  static std::optional<steady_time> next_marked(steady_time now, std::chrono::milliseconds within);
 };
 
 // A wait_timer over asio's steady_timer (real_clock's). Executor: its own.

@@ -4,8 +4,7 @@
 // threads (the event journal's) that finishes a cycle for many sessions at once would
 // otherwise queue a handler, and often wake a thread, per session; here each
 // context's completions go to its completion_inbox, which runs them on their strands
-// (in place when a strand is free) at the context's armed timer pass when one is
-// armed, or in one posted handler when none is. Completions for any other
+// (in place when a strand is free) in one posted handler. Completions for any other
 // kind of executor are posted to it one by one.
 //
 // Thread-safety: none; one thread fills it and calls hand_over_all().

@@ -187,6 +187,15 @@ void journal_file::release_below(std::uint64_t seq) {
   }
 }
 
+std::vector<fs::path> journal_file::detach_below(std::uint64_t seq) {
+  std::vector<fs::path> out;
+  while (files_.size() >= 2 && files_[1].first_seq <= seq) {
+    out.push_back(std::move(files_.front().path));
+    files_.pop_front();
+  }
+  return out;
+}
+
 journal_dir_lock::journal_dir_lock(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);

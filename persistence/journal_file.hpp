@@ -18,14 +18,16 @@
 // The directory holds several files, each named by the first seq it holds, so that
 // whole files can be removed once no session needs their records (release_below).
 //
-// Thread-safety: none. One thread appends and releases (the event writer's journal
-// thread); read() and remove_all() are for start-up, before any appender exists.
+// Thread-safety: none. One thread at a time appends and releases (the event writer's
+// io threads and journal thread, under the writer's lock); read() and remove_all() are
+// for start-up, before any appender exists.
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agw::persistence {
 
@@ -69,6 +71,10 @@ class journal_file {
   // Removes every file all of whose records have seqs below `seq` (never the file
   // being written).
   void release_below(std::uint64_t seq);
+  // The same files, no longer this journal's, for the caller to remove (outside whatever
+  // lock guards appends: an unlink may take a while). One that is never removed is
+  // folded again at the next start-up, which writes nothing twice.
+  std::vector<std::filesystem::path> detach_below(std::uint64_t seq);
 
   std::uint64_t next_seq() const { return next_seq_; }
   std::size_t file_count() const { return files_.size(); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
@@ -47,6 +48,15 @@ void sqlite_event_writer::stop() {
   }
   // Its last cycle writes what is pending and settles it.
   journal_thread_.stop();
+  // So is what the io threads' lanes hold, whose flushes have not run (their threads
+  // stopped, or not there yet): a flush that runs later finds its lane empty.
+  std::vector<journal_request> laned;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [lane, requests] : lanes_) std::move(requests.begin(), requests.end(), std::back_inserter(laned));
+    lanes_.clear();
+  }
+  if (!laned.empty()) write_journal(laned, /*from_lane=*/false);
   // A batch that came between the last cycle and the thread's end was not written: it
   // hears so (as later batches do), and its channel's run ends as the process does.
   journal_cycle_failed(std::make_exception_ptr(core::store_error("storage is shutting down")));
@@ -79,8 +89,10 @@ std::shared_ptr<core::event_log_writer::session_log> sqlite_event_writer::open(c
 
 void sqlite_event_writer::append_to(session_state& s, batch b) {
   std::optional<net::any_io_executor> due;
-  core::completion_inbox* expecting = nullptr;  // the channel's io thread's, when the batch went to the journal
   bool notify = false;
+  // The lane's first batch since its last flush: the flush is posted to its executor.
+  core::completion_inbox* lane_to_flush = nullptr;
+  std::optional<net::any_io_executor> flush;
   {
     std::lock_guard lock(mutex_);
     if (s.forgotten || stopped_) {
@@ -104,20 +116,28 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
         request_segment(s, std::move(b));
     } else {
       s.journal_in_flight = true;
-      // Channels append on their io thread; a batch appended from elsewhere (tests)
-      // finds no inbox, and its outcome is posted.
+      // Channels append on their io thread: found once, as a channel's context never
+      // changes. A batch appended from elsewhere (tests) finds no inbox, and goes to the
+      // journal thread.
       if (!s.inbox) s.inbox = core::completion_inbox::of_local(b.executor);
-      expecting = s.inbox;
-      auto work = net::prefer(b.executor, net::execution::outstanding_work.tracked);
-      journal_pending_.push_back({s.shared_from_this(), std::move(b), std::move(work)});
-      notify = !std::exchange(journal_notified_, true);
+      if (s.inbox) {
+        auto& lane = lanes_[s.inbox];
+        if (lane.empty()) {
+          lane_to_flush = s.inbox;
+          flush = b.executor;
+        }
+        lane.push_back({s.shared_from_this(), std::move(b), {}});
+      } else {
+        auto work = net::prefer(b.executor, net::execution::outstanding_work.tracked);
+        journal_pending_.push_back({s.shared_from_this(), std::move(b), std::move(work)});
+        notify = !std::exchange(journal_notified_, true);
+      }
     }
     due = std::exchange(submit_due_, std::nullopt);
   }
-  // The outcome comes from the journal's thread: it may wait for this io thread's next
-  // timer pass instead of waking it. Before the notify, so that the pass is armed when
-  // the journal is quick. (expect() does nothing on any other thread.)
-  if (expecting) expecting->expect();
+  // Posted behind the handlers already queued on the thread (its timer pass), whose
+  // batches join the lane before it is written.
+  if (flush) net::post(*flush, [this, lane_to_flush] { flush_lane(lane_to_flush); });
   // Outside the lock: the threads this wakes take mutex_ first thing.
   if (notify) journal_thread_.notify();
   submit_due_segments(due);
@@ -180,7 +200,73 @@ void sqlite_event_writer::on_timer(const std::weak_ptr<session_state>& session, 
   submit_due_segments(due);
 }
 
-// --- the journal thread ---
+// --- the journal: the io threads' lanes and the journal thread ---
+
+void sqlite_event_writer::flush_lane(core::completion_inbox* lane) {
+  std::vector<journal_request> taken;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = lanes_.find(lane);
+    if (it == lanes_.end() || it->second.empty()) return;  // stop() wrote it
+    taken.swap(it->second);
+  }
+  write_journal(taken, /*from_lane=*/true);
+  // Releases are the journal thread's (an unlink may take a while): told when one is due.
+  if (std::chrono::steady_clock::now().time_since_epoch().count() >= release_due_.load(std::memory_order_relaxed))
+    journal_thread_.notify();
+}
+
+void sqlite_event_writer::write_journal(std::vector<journal_request>& taken, bool from_lane) {
+  std::string record;
+  std::uint64_t seq = 0;
+  std::exception_ptr error;
+  try {
+    // Each entry names its session's incarnation: the start-up fold gives no session
+    // the events of an earlier one with its id.
+    std::vector<journal_entry> entries;
+    entries.reserve(taken.size());
+    const auto now = core::now_ms();
+    for (const auto& r : taken)
+      entries.push_back(
+          {{r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), now},
+           r.session->thread_id});
+    std::vector<const journal_entry*> rows;
+    rows.reserve(entries.size());
+    for (const auto& e : entries) rows.push_back(&e);
+    record = encode_journal_entries(rows);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::optional<net::any_io_executor> due;
+  {
+    std::lock_guard journal_lock(journal_mutex_);
+    if (!error) {
+      try {
+        seq = journal_.append(record);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    // Settled (claimed by their tails) before the journal's lock goes: a release reads
+    // the claims under it.
+    std::lock_guard lock(mutex_);
+    for (auto& r : taken) settle_journal(r, seq, error);
+    due = std::exchange(submit_due_, std::nullopt);
+  }
+  submit_due_segments(due);
+  if (from_lane) {
+    // On the lane's thread, the channels' own: a free strand runs its outcome here and
+    // now (a busy one, after what it runs).
+    for (auto& r : taken)
+      if (r.b.done) net::dispatch(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
+    return;
+  }
+  // At most one handler per io thread for its channels' outcomes, not one per channel.
+  core::completion_fanout outcomes;
+  for (auto& r : taken)
+    if (r.b.done) outcomes.add(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
+  outcomes.hand_over_all();
+}
 
 void sqlite_event_writer::journal_cycle() {
   std::vector<journal_request> taken;
@@ -189,45 +275,27 @@ void sqlite_event_writer::journal_cycle() {
     taken.swap(journal_pending_);
     journal_notified_ = false;
   }
-  if (!taken.empty()) {
-    std::uint64_t seq = 0;
-    std::exception_ptr error;
-    try {
-      // Each entry names its session's incarnation: the start-up fold gives no session
-      // the events of an earlier one with its id.
-      std::vector<journal_entry> entries;
-      entries.reserve(taken.size());
-      const auto now = core::now_ms();
-      for (const auto& r : taken)
-        entries.push_back(
-            {{r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), now},
-             r.session->thread_id});
-      std::vector<const journal_entry*> rows;
-      rows.reserve(entries.size());
-      for (const auto& e : entries) rows.push_back(&e);
-      seq = journal_.append(encode_journal_entries(rows));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::optional<net::any_io_executor> due;
-    {
-      std::lock_guard lock(mutex_);
-      for (auto& r : taken) settle_journal(r, seq, error);
-      due = std::exchange(submit_due_, std::nullopt);
-    }
-    submit_due_segments(due);
-    // At most one handler per io thread for its channels' outcomes, not one per channel.
-    core::completion_fanout outcomes;
-    for (auto& r : taken)
-      if (r.b.done) outcomes.add(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
-    outcomes.hand_over_all();
-  }
+  if (!taken.empty()) write_journal(taken, /*from_lane=*/false);
   // The files no tail needs any more go (the store's writer segments the tails).
   const auto now = std::chrono::steady_clock::now();
-  if (now - released_at_ >= opts_.journal_release_interval) {
-    released_at_ = now;
-    journal_.release_below(tails_.oldest_claim().value_or(journal_.next_seq()));
+  if (now.time_since_epoch().count() >= release_due_.load(std::memory_order_relaxed)) {
+    release_due_.store((now + opts_.journal_release_interval).time_since_epoch().count(), std::memory_order_relaxed);
+    release_journal_files();
   }
+}
+
+void sqlite_event_writer::release_journal_files() {
+  {
+    std::lock_guard journal_lock(journal_mutex_);
+    auto gone = journal_.detach_below(tails_.oldest_claim().value_or(journal_.next_seq()));
+    std::move(gone.begin(), gone.end(), std::back_inserter(unremoved_));
+  }
+  // Outside the lock, which the io threads' flushes take. One that cannot go now is tried
+  // again at the next release (and folded again at a start-up, which writes nothing twice).
+  std::erase_if(unremoved_, [](const std::filesystem::path& path) {
+    std::error_code ec;
+    return std::filesystem::remove(path, ec) || !ec;
+  });
 }
 
 void sqlite_event_writer::settle_journal(journal_request& r, std::uint64_t seq, std::exception_ptr error) {

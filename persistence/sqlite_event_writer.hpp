@@ -4,9 +4,21 @@
 //
 // Two ways in, chosen per batch:
 // - Small batches (a paced run's single tokens) go to the event journal
-//   (journal_file): a thread of its own writes every session's pending batches of
-//   one cycle as one record, with one write(2) and no SQLite transaction, and
-//   settles them; such an event is released once that write returned. What only the
+//   (journal_file), with no SQLite transaction; such an event is released once the
+//   write(2) of its record returned. A batch appended on its channel's io thread (as a
+//   channel's are) waits in that thread's lane for a flush the first batch of the
+//   lane posts there: the thread's handlers of the moment (its timer pass) add theirs
+//   first, then the flush writes them as one record and posts their outcomes, on the
+//   thread itself, as Redis writes its append-only file from its event loop. So a
+//   paced token costs no other thread's wake-up and no hand-off back (measured in
+//   docs/streaming.md, "The journal written by the io threads"). What that gives up:
+//   a write(2) the kernel holds up (dirty-page throttling, a stalled disk) holds up
+//   that io thread's other streams too, where it held up only the journal's batches
+//   (which wait for it anyway). A batch appended from any other thread goes to the
+//   journal's own thread, which writes every such pending batch of one cycle as one
+//   record. Both write under one lock (journal_mutex_), and settle what they wrote
+//   before letting go of it, so that a release of files (the journal thread's, every
+//   journal_release_interval) never passes a record no tail claims yet. What only the
 //   journal holds stays in memory (journal_tails) as the session's tail. Once the
 //   tail holds `segment_frames` events (a threshold drawn per tail) or its oldest
 //   event is `segment_age` old (a random point in [age/2, age]), the tail is written
@@ -27,17 +39,22 @@
 // holds the run back (the channel's watermark), not memory or disk.
 //
 // Thread-safety: open(), forget(), retire() and a session log's append() may be called from
-// any thread (one mutex, which every step below takes). A session's state is found
-// through the log its channel opened, never by id on the way of a batch. A session's
-// age timer runs on the executor its batches name (the channel's strand), and owns
-// itself while it waits, so none outlives its io_context. Each batch's `done` runs on its
-// own executor: posted, or for a journaled batch handed to its io thread's
-// core::completion_inbox (taken at that thread's next timer pass when it armed one). The
-// journal thread is stopped by the destructor (after a last cycle), and must be before
-// any io_context its batches name is destroyed; the store executor must be stopped (its
-// queue drained) before the writer is destroyed.
+// any thread (one mutex, which every step below takes; the journal's lock, when both are
+// held, is taken first). A session's state is found through the log its channel opened,
+// never by id on the way of a batch. A session's age timer runs on the executor its
+// batches name (the channel's strand), and owns itself while it waits, so none outlives
+// its io_context. Each batch's `done` runs on its own executor: in place from its lane's
+// flush (the strand's own thread), posted, or, for the journal thread's batches, handed to
+// its io thread's core::completion_inbox. The journal thread is stopped by the destructor
+// (after a last cycle), and must be before any io_context its batches name is destroyed.
+// The writer is destroyed when no thread runs those contexts any more: a lane's posted
+// flush names it (stop() writes what the lanes hold, so a flush that runs after it finds
+// nothing). The store executor must be stopped (its queue drained) before the writer is
+// destroyed.
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -97,12 +114,14 @@ class sqlite_event_writer final : public core::event_log_writer {
  private:
   struct session_state;
   using state_ptr = std::shared_ptr<session_state>;
-  // A journal batch on its way to the journal thread.
+  // A journal batch on its way to the journal: in its io thread's lane or with the
+  // journal thread.
   struct journal_request {
     state_ptr session;
     batch b;
-    // b.executor, tracked: its io_context runs until the outcome is handed over there
-    // (then a posted handler or the inbox's armed pass keeps it running).
+    // With the journal thread: b.executor, tracked, so that its io_context runs until the
+    // outcome is handed over there (then the inbox's posted handler keeps it running). In
+    // a lane: empty (the lane's posted flush is the context's work).
     boost::asio::any_io_executor work;
   };
   // A segment on its way to the store's writer: the tail (as it was when the segment
@@ -141,8 +160,13 @@ class sqlite_event_writer final : public core::event_log_writer {
   void request_segment(session_state& s, std::optional<batch> b);  // with the tail
   void segment_if_due(session_state& s);
   void arm_timer(const state_ptr& s);
-  // --- the journal thread ---
+  // --- the journal: the io threads' lanes and the journal thread ---
+  void flush_lane(core::completion_inbox* lane);  // the lane's io thread
+  // Writes `taken` as one record and settles it; outcomes to their executors (a post each
+  // from a lane, which is on their thread; else one hand-over per io thread).
+  void write_journal(std::vector<journal_request>& taken, bool from_lane);
   void journal_cycle();
+  void release_journal_files();                                                          // the journal thread
   void settle_journal(journal_request& r, std::uint64_t seq, std::exception_ptr error);  // mutex_ held
   void journal_cycle_failed(std::exception_ptr error);  // what is pending hears `error` (after stop)
   // --- the store's writer and segment completions ---
@@ -167,10 +191,18 @@ class sqlite_event_writer final : public core::event_log_writer {
   std::mutex mutex_;
   bool stopped_ = false;
   std::unordered_map<std::string, state_ptr> sessions_;  // opened, not forgotten
-  // The journal thread's next record.
+  // The journal's appends and releases (journal_file has no lock of its own).
+  std::mutex journal_mutex_;
+  // Batches appended on an io thread, by its context's inbox, until that thread's flush
+  // (mutex_).
+  std::unordered_map<core::completion_inbox*, std::vector<journal_request>> lanes_;
+  // The journal thread's next record: batches appended from other threads.
   std::vector<journal_request> journal_pending_;
-  bool journal_notified_ = false;                        // the journal thread was told of what is pending
-  std::chrono::steady_clock::time_point released_at_{};  // the journal thread's alone: its last release
+  bool journal_notified_ = false;  // the journal thread was told of what is pending
+  // When the journal thread is next due to release files: a lane's flush past it tells
+  // the thread (which otherwise hears only of the other threads' batches).
+  std::atomic<std::chrono::steady_clock::rep> release_due_{0};
+  std::vector<std::filesystem::path> unremoved_;  // the journal thread's: files to remove again
   // The segments the store's next job takes when the writer runs it.
   std::vector<segment_request> segments_pending_;
   bool segment_job_queued_ = false;  // a job is queued that has not taken segments_pending_ yet

@@ -156,28 +156,3 @@ TEST_CASE("run: sleep_until sleeps on the run's clock; an abort cuts it short") 
   run_ready(io);
   CHECK(slept == false);
 }
-
-TEST_CASE("timer_grains: the whole milliseconds this thread's timers are due in, the next 64") {
-  using agw::core::steady_time;
-  using agw::core::timer_grains;
-  const auto at_ms = [](std::int64_t ms) {
-    return steady_time(std::chrono::duration_cast<steady_time::duration>(std::chrono::milliseconds(ms)));
-  };
-  // Far from anything the real clock marked on this thread (the steady clock counts from boot).
-  const std::int64_t base = 1'000'000'000'000;
-  CHECK_FALSE(timer_grains::next_marked(at_ms(base), 2ms).has_value());
-  // A deadline inside a millisecond marks the whole millisecond it rounds up to.
-  timer_grains::mark(at_ms(base + 1) + 300us);
-  REQUIRE(timer_grains::next_marked(at_ms(base), 2ms).has_value());
-  CHECK(*timer_grains::next_marked(at_ms(base), 2ms) == at_ms(base + 2));
-  CHECK(*timer_grains::next_marked(at_ms(base) + 900us, 2ms) == at_ms(base + 2));
-  CHECK_FALSE(timer_grains::next_marked(at_ms(base), 1ms).has_value());      // base + 1 alone
-  CHECK_FALSE(timer_grains::next_marked(at_ms(base + 2), 2ms).has_value());  // after now's millisecond only
-  // The first marked one in the window.
-  timer_grains::mark(at_ms(base + 1));
-  CHECK(*timer_grains::next_marked(at_ms(base), 2ms) == at_ms(base + 1));
-  // 64 ms later takes the same slot: the earlier millisecond is forgotten (a hint, not a record).
-  timer_grains::mark(at_ms(base + 2 + 64));
-  CHECK_FALSE(timer_grains::next_marked(at_ms(base + 1), 2ms).has_value());  // base + 2, base + 3
-  CHECK(*timer_grains::next_marked(at_ms(base + 64), 2ms) == at_ms(base + 2 + 64));
-}

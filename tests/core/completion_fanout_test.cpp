@@ -1,5 +1,5 @@
 // core/completion_fanout: completions for many strands, one hand-over per io_context
-// (one post when its thread expects nothing: core/completion_inbox).
+// (core/completion_inbox: one posted handler).
 #include "core/completion_fanout.hpp"
 
 #include <doctest/doctest.h>

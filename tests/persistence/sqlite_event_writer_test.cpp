@@ -1,5 +1,6 @@
 // SQLite's layout of the live event log (sqlite_event_writer): small batches go to
-// the journal files and are read from the in-memory tail; the tail becomes a segment
+// the journal files (written by their io thread's flush, or from any other thread by the
+// journal thread) and are read from the in-memory tail; the tail becomes a segment
 // in the background (by size or age) while later batches go on to the journal; a run's
 // end and a big batch are segments at once; the journal's files go once no tail needs
 // them.
@@ -101,7 +102,13 @@ struct fixture {
     b.retention = retention;
     b.executor = strand;
     b.done = [&outcome](std::exception_ptr e) { outcome = e; };
-    (log ? log : writer.open(sid, thread))->append(std::move(b));
+    if (!log) log = writer.open(sid, thread);
+    if (!on_io_thread) {
+      log->append(std::move(b));
+      return;
+    }
+    // As a channel appends: in a handler on its strand, so the batch goes to the thread's lane.
+    net::post(strand, [log, b = std::move(b)]() mutable { log->append(std::move(b)); });
   }
   // Appends and runs until the writer says it is durable.
   void append(std::vector<frame_ptr> events, bool ends_run = false, std::size_t retention = 0) {
@@ -140,6 +147,9 @@ struct fixture {
     return n;
   }
 
+  // Appends from a handler on the strand (an io thread's lane) instead of this thread
+  // (the journal thread's way).
+  bool on_io_thread = false;
   temp_db db;
   journal_tails tails;
   agw::core::store_executor store{
@@ -158,6 +168,8 @@ struct fixture {
 
 TEST_CASE("sqlite_event_writer: small batches go to the journal and are read from the tail until they form a segment") {
   fixture fx({.segment_frames = 5, .segment_frames_min = 5, .segment_age = 0ms});
+  SUBCASE("appended on the io thread") { fx.on_io_thread = true; }
+  SUBCASE("appended from another thread") {}
   for (std::int64_t id = 1; id <= 4; ++id) fx.append({token(id)});
   CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}, {3, 3}, {4, 4}});
   CHECK(fx.segment_rows() == 0);
@@ -195,6 +207,8 @@ TEST_CASE("sqlite_event_writer: a tail's size threshold is drawn in [segment_fra
 TEST_CASE("sqlite_event_writer: a session's next batches are journaled while its tail's segment waits for the writer") {
   // A paced run's tokens never wait for SQLite: only the tail's segment does.
   fixture fx({.segment_frames = 3, .segment_frames_min = 3, .segment_age = 0ms});
+  SUBCASE("appended on the io thread") { fx.on_io_thread = true; }
+  SUBCASE("appended from another thread") {}
   writer_gate gate;
   std::optional<std::exception_ptr> gate_done;
   fx.store.async_write(gate.job(), [&](std::exception_ptr e) { gate_done = e; });
@@ -213,6 +227,8 @@ TEST_CASE("sqlite_event_writer: a session's next batches are journaled while its
 
 TEST_CASE("sqlite_event_writer: a run's done writes the journaled tail as a segment at once, trimmed to retention") {
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  SUBCASE("appended on the io thread") { fx.on_io_thread = true; }
+  SUBCASE("appended from another thread") {}
   for (std::int64_t id = 1; id <= 5; ++id) fx.append({token(id)});
   CHECK(fx.segment_rows() == 0);
   fx.append({done(6)}, /*ends_run=*/true, /*retention=*/3);
@@ -250,6 +266,8 @@ TEST_CASE("sqlite_event_writer: a journaled tail older than segment_age becomes 
 TEST_CASE("sqlite_event_writer: the journal's files go once every tail that needed them is a segment") {
   // A file per record: each append starts a new one.
   fixture fx({.segment_frames = 3, .segment_frames_min = 3, .segment_age = 0ms}, {.file_bytes = 1});
+  SUBCASE("appended on the io thread") { fx.on_io_thread = true; }
+  SUBCASE("appended from another thread") {}
   for (std::int64_t id = 1; id <= 2; ++id) fx.append({token(id)});
   CHECK(fx.journal_files() == 2);  // both still needed
   fx.append({token(3)});
@@ -263,6 +281,8 @@ TEST_CASE("sqlite_event_writer: the journal's files go once every tail that need
 
 TEST_CASE("sqlite_event_writer: a forgotten (deleted) session keeps no tail and no claim, and writes nothing more") {
   fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  SUBCASE("appended on the io thread") { fx.on_io_thread = true; }
+  SUBCASE("appended from another thread") {}
   const auto log = fx.writer.open(sid, thread);  // the channel's, kept while it closes
   fx.append({token(1)});
   fx.append({token(2)});
@@ -432,4 +452,59 @@ TEST_CASE("sqlite_event_writer: a tail at its bound sends batches the segment wa
   CHECK(!*outcome);
   CHECK(fx.readable() == range(1, 5));
   CHECK(fx.journaled().size() == 4);  // 5 went straight to a segment
+}
+
+TEST_CASE("sqlite_event_writer: an io thread's batches of one pass are one journal record, written by that thread") {
+  fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  const std::vector<std::string> ids = {sid, "s2", "s3"};
+  for (std::size_t i = 1; i < ids.size(); ++i) fx.reader->insert_session(agw::test::make_session(ids[i], 1000));
+  std::vector<std::shared_ptr<sqlite_event_writer::session_log>> logs;
+  for (const auto& id : ids) logs.push_back(fx.writer.open(id, id == sid ? thread : "thread-" + id));
+  int durable = 0;
+  std::vector<bool> on_strand;
+  // One handler appends a batch to each session, as a timer pass of the thread's runs does.
+  net::post(fx.strand, [&] {
+    for (std::size_t i = 0; i < logs.size(); ++i) {
+      sqlite_event_writer::batch b;
+      b.events = {token(1)};
+      b.executor = fx.strand;
+      b.done = [&](std::exception_ptr e) {
+        CHECK(!e);
+        ++durable;
+        on_strand.push_back(fx.strand.running_in_this_thread());
+      };
+      logs[i]->append(std::move(b));
+    }
+    CHECK(durable == 0);  // the lane is written once the handlers of the moment ran
+  });
+  fx.run_until([&] { return durable == 3; });
+  CHECK(durable == 3);
+  CHECK(on_strand == std::vector<bool>{true, true, true});
+  std::vector<std::uint64_t> seqs;
+  std::size_t entries = 0;
+  journal_file::read(fx.db.journal_dir(), [&](std::uint64_t seq, std::string_view payload) {
+    seqs.push_back(seq);
+    entries += agw::persistence::decode_journal_entries(payload).size();
+  });
+  CHECK(seqs.size() == 1);  // one write(2) for the three
+  CHECK(entries == 3);
+  for (const auto& id : ids) CHECK(fx.tails.size(id) == 1);
+}
+
+TEST_CASE("sqlite_event_writer: stop() writes what a lane holds whose flush has not run") {
+  fixture fx({.segment_frames = 64, .segment_age = 0ms});
+  fx.on_io_thread = true;
+  std::optional<std::exception_ptr> outcome;
+  fx.start({token(1)}, outcome);
+  CHECK(fx.io.poll_one() == 1);  // the append: its flush is posted behind it
+  CHECK(fx.journaled().empty());
+  fx.writer.stop();
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}});
+  fx.run_until([&] { return outcome.has_value(); });  // the outcome, and the flush that finds nothing
+  REQUIRE(outcome);
+  CHECK(!*outcome);
+  // The clean stop queued the tail as a segment: the store's writer commits it as it stops.
+  fx.store.stop();
+  CHECK(fx.segment_rows() == 1);
+  CHECK(fx.readable() == std::vector<std::int64_t>{1});
 }
