@@ -2,8 +2,9 @@
 // Completions that another thread hands to an io_context: each hand-over's items wait
 // here until one posted handler runs them, on the context's thread, each on its own
 // strand (in place when the strand is free). Hand-overs that come before that handler
-// ran join it: a thread that settles many sessions at once (the event journal's)
-// queues one handler per io thread, not one per session.
+// ran join it: a thread that settles many sessions at once (the event journal's, for
+// batches appended outside the io threads) queues one handler per io thread, not one
+// per session.
 //
 // Also what names an io thread's lane of journal batches (persistence's
 // sqlite_event_writer): of_local() finds the inbox of the context the calling thread

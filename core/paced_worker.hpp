@@ -2,7 +2,8 @@
 // A thread of its own that runs one job whenever it is told there is work: at once
 // after a quiet spell, at most once per `interval` under load (commit_pacer.hpp), so
 // that what is handed over meanwhile shares one run of the job. The event journal's
-// appender is one: each run writes every pending batch in one record.
+// thread is one: each run writes every batch appended outside the io threads in one
+// record, and removes the files no tail needs when that is due.
 //
 // The job finds its work itself (the worker only knows that there is some) and settles
 // its own failures; an exception that escapes it (memory) ends the process, as on any

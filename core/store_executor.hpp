@@ -1,5 +1,7 @@
 #pragma once
-// Runs storage work on its own threads so that io threads never block on disk.
+// Runs storage work on its own threads so that io threads never wait for SQLite (their
+// only disk write is the event journal's page-cache append: persistence's
+// sqlite_event_writer).
 //
 // One writer thread owns the single write connection and drains its queue in
 // batches: every job of a batch runs in its own savepoint inside one

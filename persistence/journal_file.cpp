@@ -25,8 +25,8 @@ constexpr std::size_t header_bytes = 16;  // u32 payload bytes, u32 CRC, u64 seq
 constexpr std::string_view suffix = ".evj";
 
 // CRC-32 (IEEE, as gzip's) of the seq and the payload. zlib's: about 8x the speed of a
-// byte-wise table (3.4 against 0.4 GB/s here), and the journal thread checksums every
-// event it writes.
+// byte-wise table (3.4 against 0.4 GB/s here), and the io threads checksum every event
+// they journal.
 std::uint32_t checksum(std::uint64_t seq, std::string_view payload) {
   uLong crc = ::crc32(0L, Z_NULL, 0);
   crc = ::crc32(crc, reinterpret_cast<const Bytef*>(&seq), sizeof seq);
@@ -176,19 +176,9 @@ std::uint64_t journal_file::append(std::string_view payload) {
   return next_seq_++;
 }
 
-void journal_file::release_below(std::uint64_t seq) {
-  // A file's records all come before the next file's first seq.
-  while (files_.size() >= 2 && files_[1].first_seq <= seq) {
-    std::error_code ec;
-    // One that cannot go now is tried again at the next release (and folded again at a
-    // start-up, which writes nothing twice).
-    if (!fs::remove(files_.front().path, ec) && ec) return;
-    files_.pop_front();
-  }
-}
-
 std::vector<fs::path> journal_file::detach_below(std::uint64_t seq) {
   std::vector<fs::path> out;
+  // A file's records all come before the next file's first seq.
   while (files_.size() >= 2 && files_[1].first_seq <= seq) {
     out.push_back(std::move(files_.front().path));
     files_.pop_front();

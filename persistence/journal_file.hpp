@@ -16,7 +16,7 @@
 // could not be cut is left for a new one).
 //
 // The directory holds several files, each named by the first seq it holds, so that
-// whole files can be removed once no session needs their records (release_below).
+// whole files can be removed once no session needs their records (detach_below).
 //
 // Thread-safety: none. One thread at a time appends and releases (the event writer's
 // io threads and journal thread, under the writer's lock); read() and remove_all() are
@@ -68,12 +68,10 @@ class journal_file {
   // Writes one record and returns its seq. Throws store_error when it could not be
   // written whole; then nothing of it will be read back.
   std::uint64_t append(std::string_view payload);
-  // Removes every file all of whose records have seqs below `seq` (never the file
-  // being written).
-  void release_below(std::uint64_t seq);
-  // The same files, no longer this journal's, for the caller to remove (outside whatever
-  // lock guards appends: an unlink may take a while). One that is never removed is
-  // folded again at the next start-up, which writes nothing twice.
+  // Every file all of whose records have seqs below `seq` (never the file being
+  // written), no longer this journal's, for the caller to remove (outside whatever lock
+  // guards appends: an unlink may take a while). One that is never removed is folded
+  // again at the next start-up, which writes nothing twice.
   std::vector<std::filesystem::path> detach_below(std::uint64_t seq);
 
   std::uint64_t next_seq() const { return next_seq_; }

@@ -6,8 +6,8 @@
 // journal-only event), below which the journal's files may go.
 //
 // Ordering that makes the release safe: events are added with their record's seq
-// on the journal's thread right after the record was written, and that same thread
-// releases the files below oldest_claim(); a segment that takes over a prefix of the
+// by the thread that wrote the record, before it lets go of the writer's journal
+// lock, and the files below oldest_claim() are taken under that lock; a segment that takes over a prefix of the
 // tail has committed before segmented() drops that prefix. Events are added to a tail
 // only once durable, so a reader never sees an event a crash could take back.
 //

@@ -43,7 +43,7 @@ class sqlite_backend {
  private:
   journal_tails tails_;
   wal_checkpointer checkpointer_;
-  journal_file journal_;  // the event writer's (its journal thread's) from construction on
+  journal_file journal_;  // the event writer's from construction on (under its journal lock)
   std::unique_ptr<core::store_executor> store_;
   std::unique_ptr<sqlite_event_writer> writer_;
 };

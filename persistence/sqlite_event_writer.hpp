@@ -8,13 +8,16 @@
 //   write(2) of its record returned. A batch appended on its channel's io thread (as a
 //   channel's are) waits in that thread's lane for a flush the first batch of the
 //   lane posts there: the thread's handlers of the moment (its timer pass) add theirs
-//   first, then the flush writes them as one record and posts their outcomes, on the
-//   thread itself, as Redis writes its append-only file from its event loop. So a
+//   first, then the flush writes them as one record and runs their outcomes, on the
+//   thread itself, as Redis writes its append-only file from its event loop. (A
+//   channel's next batch, appended from its outcome, makes the next flush.) So a
 //   paced token costs no other thread's wake-up and no hand-off back (measured in
 //   docs/streaming.md, "The journal written by the io threads"). What that gives up:
 //   a write(2) the kernel holds up (dirty-page throttling, a stalled disk) holds up
-//   that io thread's other streams too, where it held up only the journal's batches
-//   (which wait for it anyway). A batch appended from any other thread goes to the
+//   that io thread, and every other io thread that flushes meanwhile waits for the
+//   journal's lock (with the checksum, the tails' bookkeeping and, every 16 MiB, a
+//   new file's open under it), where before only the journal's batches waited (and
+//   they wait for it anyway). A batch appended from any other thread goes to the
 //   journal's own thread, which writes every such pending batch of one cycle as one
 //   record. Both write under one lock (journal_mutex_), and settle what they wrote
 //   before letting go of it, so that a release of files (the journal thread's, every
@@ -90,14 +93,16 @@ class sqlite_event_writer final : public core::event_log_writer {
     // The longest an event stays journal-only (and its journal file on disk); 0: no timer
     // (segments come from size and run ends; the start-up fold does the rest).
     std::chrono::milliseconds segment_age{30'000};
-    // Under load, journal writes are at least this far apart (batches arriving meanwhile
-    // share one); an idle journal writes at once.
+    // For the journal thread's batches (appended outside the io threads): under load its
+    // writes are at least this far apart (batches arriving meanwhile share one); an idle
+    // journal writes at once. The io threads' lanes write once per pass.
     std::chrono::microseconds journal_interval{1000};
     // How often the journal thread removes the files no tail needs any more.
     std::chrono::milliseconds journal_release_interval{100};
   };
 
-  // `journal` is this writer's alone from here on (its thread appends and releases).
+  // `journal` is this writer's alone from here on (appended to and released under its
+  // journal lock).
   sqlite_event_writer(core::store_executor& store, journal_tails& tails, journal_file& journal, options opts);
   ~sqlite_event_writer() override;
   // Writes what is pending for the journal, stops its thread, and queues every tail as a
@@ -143,7 +148,7 @@ class sqlite_event_writer final : public core::event_log_writer {
     const std::shared_ptr<journal_tails::slot> tail;
     std::size_t tail_size = 0;                // events in `tail` (the writer alone changes it)
     std::size_t segment_threshold = 0;        // this tail's size that asks for a segment (drawn when it starts)
-    bool journal_in_flight = false;           // the channel's batch is with the journal thread
+    bool journal_in_flight = false;           // the channel's batch is in a lane or with the journal thread
     bool segment_in_flight = false;           // one segment at a time per session, so tails stay exact
     std::optional<batch> waiting;             // a segment batch, behind the segment in flight
     bool segment_due = false;                 // the tail is old enough: write it as a segment next
@@ -162,8 +167,9 @@ class sqlite_event_writer final : public core::event_log_writer {
   void arm_timer(const state_ptr& s);
   // --- the journal: the io threads' lanes and the journal thread ---
   void flush_lane(core::completion_inbox* lane);  // the lane's io thread
-  // Writes `taken` as one record and settles it; outcomes to their executors (a post each
-  // from a lane, which is on their thread; else one hand-over per io thread).
+  // Writes `taken` as one record and settles it; outcomes to their executors (from a lane,
+  // on their own thread: each run in place when its strand is free; else one hand-over per
+  // io thread).
   void write_journal(std::vector<journal_request>& taken, bool from_lane);
   void journal_cycle();
   void release_journal_files();                                                          // the journal thread

@@ -58,17 +58,27 @@ TEST_CASE("journal_file: records read back whole, in seq order, bytes as written
   CHECK(read_all(dir.path / "none").empty());
 }
 
-TEST_CASE("journal_file: full files are closed and removed whole once nothing below a seq is needed") {
+TEST_CASE("journal_file: full files are closed and handed over whole once nothing below a seq is needed") {
   temp_dir dir;
   journal_file j(dir.path, {.file_bytes = 40});  // two 16-byte headers and their payloads
   for (int i = 1; i <= 7; ++i) j.append("record" + std::to_string(i));
   // Files of two records each: 1-2, 3-4, 5-6, 7 (the one being written).
   CHECK(j.file_count() == 4);
   CHECK(read_all(dir.path).size() == 7);
-  j.release_below(4);  // 4 is still needed: its file (3-4) stays
+  const auto remove = [](const std::vector<std::filesystem::path>& paths) {
+    for (const auto& p : paths) CHECK(std::filesystem::remove(p));
+  };
+  auto gone = j.detach_below(4);  // 4 is still needed: its file (3-4) stays
+  REQUIRE(gone.size() == 1);
+  CHECK(gone.front().filename() == "00000000000000000001.evj");
   CHECK(j.file_count() == 3);
+  CHECK(read_all(dir.path).size() == 7);  // handed over, not removed: the caller does that
+  remove(gone);
   CHECK(read_all(dir.path).front().first == 3);
-  j.release_below(100);  // never the file being written
+  CHECK(j.detach_below(4).empty());  // handed over once
+  gone = j.detach_below(100);        // never the file being written
+  CHECK(gone.size() == 2);
+  remove(gone);
   CHECK(j.file_count() == 1);
   CHECK(read_all(dir.path) == records{{7, "record7"}});
   CHECK(j.append("record8") == 8);

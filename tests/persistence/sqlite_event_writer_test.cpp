@@ -15,6 +15,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "persistence/journal_codec.hpp"
 #include "tests/persistence/sqlite_fixture.hpp"
@@ -477,7 +478,13 @@ TEST_CASE("sqlite_event_writer: an io thread's batches of one pass are one journ
     }
     CHECK(durable == 0);  // the lane is written once the handlers of the moment ran
   });
-  fx.run_until([&] { return durable == 3; });
+  CHECK(fx.io.poll_one() == 1);  // the appends; their flush is posted behind them
+  // Only that flush writes them: nothing else (the journal's thread) does meanwhile.
+  std::this_thread::sleep_for(30ms);
+  CHECK(fx.journaled().empty());
+  CHECK(durable == 0);
+  // The flush: one write, and each outcome in place, with no handler after it.
+  CHECK(fx.io.poll_one() == 1);
   CHECK(durable == 3);
   CHECK(on_strand == std::vector<bool>{true, true, true});
   std::vector<std::uint64_t> seqs;
@@ -503,6 +510,9 @@ TEST_CASE("sqlite_event_writer: stop() writes what a lane holds whose flush has 
   fx.run_until([&] { return outcome.has_value(); });  // the outcome, and the flush that finds nothing
   REQUIRE(outcome);
   CHECK(!*outcome);
+  fx.io.restart();
+  fx.io.poll();
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}});  // written once
   // The clean stop queued the tail as a segment: the store's writer commits it as it stops.
   fx.store.stop();
   CHECK(fx.segment_rows() == 1);

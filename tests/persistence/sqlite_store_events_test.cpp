@@ -50,7 +50,7 @@ std::unique_ptr<agw::persistence::sqlite_store> seeded(const temp_db& db) {
   return store;
 }
 
-// Journal records as sqlite_event_writer's journal thread writes them: one per append,
+// Journal records as sqlite_event_writer writes them: one per append,
 // each entry with its session's incarnation (make_session's thread id unless given).
 struct journal_writer {
   explicit journal_writer(const temp_db& db) : file(db.journal_dir(), {}) {}
