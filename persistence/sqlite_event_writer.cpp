@@ -53,7 +53,7 @@ void sqlite_event_writer::stop() {
   std::vector<journal_request> laned;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [lane, requests] : lanes_) std::move(requests.begin(), requests.end(), std::back_inserter(laned));
+    for (auto& [inbox, l] : lanes_) std::move(l.requests.begin(), l.requests.end(), std::back_inserter(laned));
     lanes_.clear();
   }
   if (!laned.empty()) write_journal(laned, /*from_lane=*/false);
@@ -93,6 +93,7 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
   // The lane's first batch since its last flush: the flush is posted to its executor.
   core::completion_inbox* lane_to_flush = nullptr;
   std::optional<net::any_io_executor> flush;
+  std::chrono::steady_clock::time_point flush_at{};  // not before: the lane's spacing
   {
     std::lock_guard lock(mutex_);
     if (s.forgotten || stopped_) {
@@ -121,12 +122,13 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
       // journal thread.
       if (!s.inbox) s.inbox = core::completion_inbox::of_local(b.executor);
       if (s.inbox) {
-        auto& lane = lanes_[s.inbox];
-        if (lane.empty()) {
+        auto& l = lanes_[s.inbox];
+        if (l.requests.empty()) {
           lane_to_flush = s.inbox;
           flush = b.executor;
+          flush_at = l.flushed_at + opts_.lane_spacing;
         }
-        lane.push_back({s.shared_from_this(), std::move(b), {}});
+        l.requests.push_back({s.shared_from_this(), std::move(b), {}});
       } else {
         auto work = net::prefer(b.executor, net::execution::outstanding_work.tracked);
         journal_pending_.push_back({s.shared_from_this(), std::move(b), std::move(work)});
@@ -137,7 +139,15 @@ void sqlite_event_writer::append_to(session_state& s, batch b) {
   }
   // Posted behind the handlers already queued on the thread (its timer pass), whose
   // batches join the lane before it is written.
-  if (flush) net::post(*flush, [this, lane_to_flush] { flush_lane(lane_to_flush); });
+  if (flush) {
+    if (std::chrono::steady_clock::now() >= flush_at) {
+      net::post(*flush, [this, lane_to_flush] { flush_lane(lane_to_flush); });
+    } else {
+      // Owned by its wait: destroyed with the handler if the context goes first.
+      auto timer = std::make_shared<net::steady_timer>(*flush, flush_at);
+      timer->async_wait([this, timer, lane_to_flush](const boost::system::error_code&) { flush_lane(lane_to_flush); });
+    }
+  }
   // Outside the lock: the threads this wakes take mutex_ first thing.
   if (notify) journal_thread_.notify();
   submit_due_segments(due);
@@ -207,8 +217,9 @@ void sqlite_event_writer::flush_lane(core::completion_inbox* lane) {
   {
     std::lock_guard lock(mutex_);
     auto it = lanes_.find(lane);
-    if (it == lanes_.end() || it->second.empty()) return;  // stop() wrote it
-    taken.swap(it->second);
+    if (it == lanes_.end() || it->second.requests.empty()) return;  // stop() wrote it
+    taken.swap(it->second.requests);
+    it->second.flushed_at = std::chrono::steady_clock::now();
   }
   write_journal(taken, /*from_lane=*/true);
   // Releases are the journal thread's (an unlink may take a while): told when one is due.

@@ -7,20 +7,16 @@
 //   (journal_file), with no SQLite transaction; such an event is released once the
 //   write(2) of its record returned. A batch appended on its channel's io thread (as a
 //   channel's are) waits in that thread's lane for a flush the first batch of the
-//   lane posts there: the thread's handlers of the moment (its timer pass) add theirs
-//   first, then the flush writes them as one record and runs their outcomes, on the
-//   thread itself, as Redis writes its append-only file from its event loop. (A
-//   channel's next batch, appended from its outcome, makes the next flush.) So a
-//   paced token costs no other thread's wake-up and no hand-off back (measured in
-//   docs/streaming.md, "The journal written by the io threads"). What that gives up:
-//   a write(2) the kernel holds up (dirty-page throttling, a stalled disk) holds up
-//   that io thread, and every other io thread that flushes meanwhile waits for the
-//   journal's lock (with the checksum, the tails' bookkeeping and, every 16 MiB, a
-//   new file's open under it), where before only the journal's batches waited (and
-//   they wait for it anyway). A batch appended from any other thread goes to the
-//   journal's own thread, which writes every such pending batch of one cycle as one
-//   record. Both write under one lock (journal_mutex_), and settle what they wrote
-//   before letting go of it, so that a release of files (the journal thread's, every
+//   lane posts there (or, within lane_spacing of the lane's last flush, arms a timer
+//   for): the thread's handlers of the moment (its timer pass) add theirs first, then the flush writes them as one record and
+//   runs their outcomes, on the thread itself, as Redis writes its append-only file from its event loop. (A channel's next batch,
+//   appended from its outcome, makes the next flush.) So a paced token costs no other thread's wake-up and no hand-off back
+//   (measured in docs/streaming.md, "The journal written by the io threads"). What that gives up: a write(2) the kernel holds up
+//   (dirty-page throttling, a stalled disk) holds up that io thread, and every other io thread that flushes meanwhile waits for
+//   the journal's lock (with the checksum, the tails' bookkeeping and, every 16 MiB, a new file's open under it), where before
+//   only the journal's batches waited (and they wait for it anyway). A batch appended from any other thread goes to the journal's
+//   own thread, which writes every such pending batch of one cycle as one record. Both write under one lock (journal_mutex_), and
+//   settle what they wrote before letting go of it, so that a release of files (the journal thread's, every
 //   journal_release_interval) never passes a record no tail claims yet. What only the
 //   journal holds stays in memory (journal_tails) as the session's tail. Once the
 //   tail holds `segment_frames` events (a threshold drawn per tail) or its oldest
@@ -97,6 +93,11 @@ class sqlite_event_writer final : public core::event_log_writer {
     // writes are at least this far apart (batches arriving meanwhile share one); an idle
     // journal writes at once. The io threads' lanes write once per pass.
     std::chrono::microseconds journal_interval{1000};
+    // An io thread's journal flushes are at least this far apart: a flush due sooner
+    // waits on a timer for the rest, so that a run at full speed (and its followers)
+    // gets batches of that many microseconds' events, not of one each. Paced passes, a
+    // whole millisecond apart, never wait.
+    std::chrono::microseconds lane_spacing{500};
     // How often the journal thread removes the files no tail needs any more.
     std::chrono::milliseconds journal_release_interval{100};
   };
@@ -201,7 +202,11 @@ class sqlite_event_writer final : public core::event_log_writer {
   std::mutex journal_mutex_;
   // Batches appended on an io thread, by its context's inbox, until that thread's flush
   // (mutex_).
-  std::unordered_map<core::completion_inbox*, std::vector<journal_request>> lanes_;
+  struct lane {
+    std::vector<journal_request> requests;
+    std::chrono::steady_clock::time_point flushed_at{};  // when its last flush took it
+  };
+  std::unordered_map<core::completion_inbox*, lane> lanes_;
   // The journal thread's next record: batches appended from other threads.
   std::vector<journal_request> journal_pending_;
   bool journal_notified_ = false;  // the journal thread was told of what is pending

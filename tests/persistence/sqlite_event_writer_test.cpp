@@ -518,3 +518,21 @@ TEST_CASE("sqlite_event_writer: stop() writes what a lane holds whose flush has 
   CHECK(fx.segment_rows() == 1);
   CHECK(fx.readable() == std::vector<std::int64_t>{1});
 }
+
+TEST_CASE("sqlite_event_writer: an io thread's flushes are lane_spacing apart, so a fast run's batches grow") {
+  fixture fx({.segment_frames = 64, .segment_age = 0ms, .lane_spacing = 200ms});
+  fx.on_io_thread = true;
+  fx.append({token(1)});  // the lane's first flush: at once
+  const auto first = std::chrono::steady_clock::now();
+  std::optional<std::exception_ptr> second, third;
+  fx.start({token(2)}, second);
+  fx.io.restart();
+  fx.io.run_for(50ms);
+  CHECK_FALSE(second.has_value());  // waits for the rest of the spacing
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}});
+  fx.run_until([&] { return second.has_value(); });
+  REQUIRE(second);
+  CHECK(!*second);
+  CHECK(std::chrono::steady_clock::now() - first >= 150ms);  // less what the first flush took to return
+  CHECK(fx.journaled() == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}});
+}
