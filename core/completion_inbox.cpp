@@ -2,6 +2,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <iterator>
 #include <utility>
 
 namespace agw::core {
@@ -37,24 +38,43 @@ void completion_inbox::take() {
     std::lock_guard lock(mutex_);
     items.swap(waiting_);
   }
-  // On the context's thread: a free strand runs its completion here and now.
-  for (auto& [strand, fn] : items) net::dispatch(strand, std::move(fn));
+  // On the context's thread: a free strand runs its completion here and now. At least one
+  // runs; past the slice, the rest goes back to the front and this handler to the back.
+  const auto until = std::chrono::steady_clock::now() + slice;
+  std::size_t ran = 0;
+  while (ran < items.size()) {
+    auto& [strand, fn] = items[ran++];
+    net::dispatch(strand, std::move(fn));
+    if (ran < items.size() && std::chrono::steady_clock::now() >= until) break;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_) return;  // what is left goes with `items`, as it would have with the context
+    waiting_.insert(waiting_.begin(), std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(ran)),
+                    std::make_move_iterator(items.end()));
+    // One take() at a time (queued or running), so items run in the order they came
+    // whichever thread runs the context: hand-overs meanwhile only added to waiting_.
+    posted_ = !waiting_.empty();
+    if (!posted_) return;
+  }
+  net::post(context_, [this] { take(); });
 }
 
 void completion_inbox::hand_over(std::vector<item> items) {
   if (items.empty()) return;
-  bool first = false;
+  bool post = false;
   {
     std::lock_guard lock(mutex_);
     if (shut_) return;  // `items` go with this call, as a post to a shut context would
-    first = waiting_.empty();
-    if (first)
+    if (waiting_.empty())
       waiting_ = std::move(items);
     else
       for (auto& i : items) waiting_.push_back(std::move(i));
+    // Only when no take() is queued or running: that one takes these too (or posts
+    // again for them).
+    post = !std::exchange(posted_, true);
   }
-  // Only the first since the last take: the handler posted for it takes these too.
-  if (first) net::post(context_, [this] { take(); });
+  if (post) net::post(context_, [this] { take(); });
 }
 
 }  // namespace agw::core

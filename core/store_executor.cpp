@@ -53,9 +53,9 @@ void store_executor::push(queue_kind kind, job j) {
   // Overflow policy: refuse at once, never block the caller (an io thread).
   ++rejected_;
   if (stopping_)
-    j.finish(std::make_exception_ptr(store_error("storage is shutting down")));
+    j.finish(std::make_exception_ptr(store_error("storage is shutting down")), nullptr);
   else
-    j.finish(std::make_exception_ptr(store_busy()));
+    j.finish(std::make_exception_ptr(store_busy()), nullptr);
 }
 
 void store_executor::writer_loop(store_connection& c) {
@@ -85,7 +85,11 @@ void store_executor::writer_loop(store_connection& c) {
       for (std::size_t i = batch.size(); i > ran; --i) writes_.jobs.push_front(std::move(batch[i - 1]));
       batch.resize(ran);
     }
-    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].finish(batch_error ? batch_error : errors[i]);
+    // One hand-over per io thread for the batch's completions on its strands (the rest are
+    // posted): a commit of a burst of new runs is run in slices there, not queued whole.
+    completion_fanout completions;
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].finish(batch_error ? batch_error : errors[i], &completions);
+    completions.hand_over_all();
   }
 }
 
@@ -166,7 +170,7 @@ void store_executor::reader_loop(store_connection& c) {
     } catch (...) {
       error = std::current_exception();
     }
-    j.finish(error);
+    j.finish(error, nullptr);
   }
 }
 

@@ -9,7 +9,10 @@
 // event log's) run first in every batch, and a batch stops taking ordinary jobs
 // after `batch_budget` of work, so a burst of requests never holds released
 // events back for long. Reader threads each own a read connection. Completions
-// are posted to the caller's executor.
+// are posted to the caller's executor; a batch's completions for the io threads'
+// strands are handed to each io thread at once (core/completion_inbox, which runs them
+// in slices between the thread's other handlers): a commit of a burst of new runs
+// does not queue hundreds of run starts ahead of the streams already running.
 //
 // Thread-safety: async_write/async_read may be called from any thread. Both
 // queues are bounded; a job offered to a full queue fails at once with
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "core/commit_pacer.hpp"
+#include "core/completion_fanout.hpp"
 #include "core/histogram.hpp"
 #include "core/storage/store_connection.hpp"
 
@@ -95,8 +99,10 @@ class store_executor {
 
  private:
   struct job {
-    std::function<void(store_connection&)> run;      // may throw
-    std::function<void(std::exception_ptr)> finish;  // posts the completion
+    std::function<void(store_connection&)> run;  // may throw
+    // Posts the completion, or adds it to `into` (the writer's batch) when its executor is an
+    // io thread's strand.
+    std::function<void(std::exception_ptr, completion_fanout* into)> finish;
   };
   struct queue {
     std::mutex mutex;
@@ -124,9 +130,10 @@ class store_executor {
       Handler handler;
       std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
     };
-    // A tracked executor keeps the caller's io_context running until the completion is posted.
-    auto work =
-        boost::asio::prefer(boost::asio::get_associated_executor(handler), boost::asio::execution::outstanding_work.tracked);
+    // A tracked executor keeps the caller's io_context running until the completion is
+    // posted or handed over (the inbox's posted handler then keeps it running).
+    auto executor = boost::asio::get_associated_executor(handler);
+    auto work = boost::asio::prefer(executor, boost::asio::execution::outstanding_work.tracked);
     auto s = std::make_shared<state>(state{std::move(f), std::move(handler), std::nullopt});
     job j{[s](store_connection& c) {
             if constexpr (std::is_void_v<R>) {
@@ -136,14 +143,18 @@ class store_executor {
               s->result.emplace(s->fn(c));
             }
           },
-          [s, work = std::move(work)](std::exception_ptr error) mutable {
-            boost::asio::post(work, [s, error]() mutable {
+          [s, executor = std::move(executor), work = std::move(work)](std::exception_ptr error, completion_fanout* into) mutable {
+            auto complete = [s, error]() mutable {
               if constexpr (std::is_void_v<R>) {
                 std::move(s->handler)(error);
               } else {
                 std::move(s->handler)(error, error ? R{} : std::move(*s->result));
               }
-            });
+            };
+            if (into)
+              into->add(executor, std::move(complete));
+            else
+              boost::asio::post(work, std::move(complete));
           }};
     push(kind, std::move(j));
   }

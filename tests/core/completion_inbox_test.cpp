@@ -1,5 +1,6 @@
 // core/completion_inbox: outcomes from another thread run in one posted handler of the
-// io thread's, each on its strand; hand-overs before that handler ran join it.
+// io thread's, each on its strand; hand-overs before that handler ran join it; a
+// hand-over longer than a slice lets the thread's other handlers in between.
 #include "core/completion_inbox.hpp"
 
 #include <doctest/doctest.h>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -111,6 +113,33 @@ TEST_CASE("completion_inbox: outcomes handed over apart run in the order they ca
   }).join();
   REQUIRE(run_until(io, [&] { return order.size() == 3; }));
   CHECK(order == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("completion_inbox: past its slice a handler lets the thread's other handlers run before the rest") {
+  net::io_context io;
+  auto work = net::make_work_guard(io);
+  auto& inbox = completion_inbox::of(io);
+  io_strand a = net::make_strand(io.get_executor());
+  io_strand b = net::make_strand(io.get_executor());
+  std::vector<std::string> order;
+  std::vector<completion_inbox::item> items;
+  // The first outcome posts a handler (as a run that starts in its completion posts its
+  // journal flush) and takes longer than a slice.
+  items.emplace_back(a, [&] {
+    order.push_back("1");
+    net::post(io, [&] { order.push_back("posted"); });
+    std::this_thread::sleep_for(completion_inbox::slice + std::chrono::milliseconds(2));
+  });
+  items.emplace_back(b, [&] { order.push_back("2"); });
+  items.emplace_back(a, [&] { order.push_back("3"); });
+  std::thread([&] { inbox.hand_over(std::move(items)); }).join();
+  REQUIRE(run_until(io, [&] { return order.size() == 4; }));
+  // Whole, the hand-over would have run 1, 2, 3 before the posted handler.
+  CHECK(order == std::vector<std::string>{"1", "posted", "2", "3"});
+  // The rest came back in one more handler: a hand-over now posts again.
+  int ran = 0;
+  hand_over_from_another_thread(inbox, b, [&] { ++ran; });
+  REQUIRE(run_until(io, [&] { return ran == 1; }));
 }
 
 TEST_CASE("completion_inbox: a context that goes with outcomes waiting destroys them; later hand-overs are dropped") {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <future>
 #include <mutex>
 #include <set>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/io_executor.hpp"
 #include "core/thread_priority.hpp"
 #include "tests/support/fake_store.hpp"
 
@@ -198,6 +200,36 @@ TEST_CASE("store_executor: jobs queued behind a slow job share few commits (grou
   CHECK(db.savepoints == jobs + 1);
   CHECK(db.releases == jobs + 1);
   CHECK(committed_message_ids(db).size() == jobs + 1);
+}
+
+TEST_CASE("store_executor: a batch's completions for one io thread's strands reach it in one handler, in order") {
+  fake_db db;
+  net::io_context io;
+  store_executor ex(db.factory(), {.readers = 1, .batch_budget = std::chrono::seconds(1)});
+  // The first job holds the writer while the others queue, so that they share a batch.
+  gate g;
+  outcome held;
+  ex.async_write(g.job(), record(io, held));
+  g.wait_started();
+  constexpr int jobs = 5;
+  std::vector<agw::core::io_strand> strands;
+  for (int i = 0; i < jobs; ++i) strands.push_back(net::make_strand(io.get_executor()));
+  std::vector<int> order;
+  for (int i = 0; i < jobs; ++i)
+    ex.async_write(write_message(i),
+                   net::bind_executor(strands[static_cast<std::size_t>(i)], [&order](std::exception_ptr e, int v) {
+                     CHECK_FALSE(e);
+                     order.push_back(v);
+                   }));
+  g.release();
+  // The held job's completion (posted: bound to the context, not a strand), then one
+  // hand-over for the five, each run in place on its free strand. One post per
+  // completion would have run six handlers.
+  const auto handlers = io.run();
+  CHECK(held.called);
+  CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(ex.batches_committed() == 2);
+  CHECK(handlers == 2);
 }
 
 TEST_CASE("store_executor: max_batch bounds the jobs per transaction") {
