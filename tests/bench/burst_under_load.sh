@@ -16,6 +16,7 @@
 # loopback port with a throw-away database and a 5 s heartbeat, and is stopped by its
 # PID. Needs sseload (SSELOAD, default ~/sseload; ../shared/bench/README.md).
 set -euo pipefail
+source "$(dirname "$0")/listening_port.sh"
 usage="usage: burst_under_load.sh BINARY_A BINARY_B [ROUNDS]"
 binary_a="${1:?$usage}"
 binary_b="${2:?$usage}"
@@ -44,12 +45,7 @@ one_run() {  # one_run BINARY LABEL
   GATEWAY_PORT=0 GATEWAY_DB_PATH="$run_dir/gw.db" GATEWAY_LOG_LEVEL=warn GATEWAY_SSE_HEARTBEAT_INTERVAL=5 \
     "$binary" >"$run_dir/out" 2>&1 &
   server_pid=$!
-  for _ in $(seq 200); do
-    port="$(grep -oE 'listening on [^ ]*:[0-9]+' "$run_dir/out" | grep -oE '[0-9]+$' || true)"
-    [ -n "$port" ] && break
-    sleep 0.05
-  done
-  [ -n "$port" ] || { echo "burst_under_load: $binary did not start" >&2; exit 1; }
+  port="$(listening_port "$run_dir/out")" || { echo "burst_under_load: $binary did not report a port" >&2; cat "$run_dir/out" >&2; exit 1; }
   local base="http://127.0.0.1:$port"
   "$sseload" stream -c 500 -k 300 -r 20 -base "$base" -pid "$server_pid" -reps 1 >"$run_dir/paced" 2>&1 &
   local paced=$!

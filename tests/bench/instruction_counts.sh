@@ -19,6 +19,7 @@
 # Needs valgrind (Debian's package: apt-get install valgrind; not needed by the
 # tests) and sseload (SSELOAD, default ~/sseload; ../shared/bench/README.md).
 set -euo pipefail
+source "$(dirname "$0")/listening_port.sh"
 binary="${1:?usage: instruction_counts.sh BINARY [REPS] [-- WORKLOAD...]}"
 shift
 reps=2
@@ -49,13 +50,8 @@ for rep in $(seq "$reps"); do
   GATEWAY_PORT=0 GATEWAY_DB_PATH="$work/gw.db" GATEWAY_LOG_LEVEL=warn GATEWAY_SSE_HEARTBEAT_INTERVAL=5 \
     valgrind --tool=callgrind --callgrind-out-file="$work/counts" "$binary" >"$work/out" 2>&1 &
   server_pid=$!
-  port=""
-  for _ in $(seq 600); do  # up to 60 s: the server starts slowly under valgrind
-    port="$(grep -oE 'listening on [^ ]*:[0-9]+' "$work/out" | grep -oE '[0-9]+$' || true)"
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "instruction_counts: the server did not report a port" >&2; cat "$work/out" >&2; exit 1; }
+  # Up to 60 s: the server starts slowly under valgrind.
+  port="$(listening_port "$work/out" 600 0.1)" || { echo "instruction_counts: the server did not report a port" >&2; cat "$work/out" >&2; exit 1; }
   callgrind_control -z "$server_pid" >/dev/null 2>&1
   line="$("$sseload" "${workload[@]}" -base "http://127.0.0.1:$port" -reps 1 2>&1 | tail -n 1)"
   callgrind_control -d "$server_pid" >/dev/null 2>&1

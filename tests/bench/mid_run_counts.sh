@@ -23,6 +23,7 @@
 # and a 5 s heartbeat, and is stopped by its PID. Needs sseload (SSELOAD, default
 # ~/sseload; ../shared/bench/README.md).
 set -euo pipefail
+source "$(dirname "$0")/listening_port.sh"
 usage="usage: mid_run_counts.sh BINARY_A BINARY_B [ROUNDS] [-- WORKLOAD...]"
 binary_a="${1:?$usage}"
 binary_b="${2:?$usage}"
@@ -94,12 +95,7 @@ measure() {
   GATEWAY_PORT=0 GATEWAY_DB_PATH="$work/gw.db" GATEWAY_LOG_LEVEL=warn GATEWAY_SSE_HEARTBEAT_INTERVAL=5 \
     "$binary" >"$work/out" 2>&1 &
   server_pid=$!
-  for _ in $(seq 200); do
-    port="$(grep -oE 'listening on [^ ]*:[0-9]+' "$work/out" | grep -oE '[0-9]+$' || true)"
-    [ -n "$port" ] && break
-    sleep 0.05
-  done
-  [ -n "$port" ] || { echo "mid_run_counts: $binary did not report a port" >&2; cat "$work/out" >&2; exit 1; }
+  port="$(listening_port "$work/out")" || { echo "mid_run_counts: $binary did not report a port" >&2; cat "$work/out" >&2; exit 1; }
   "$sseload" "${workload[@]}" -base "http://127.0.0.1:$port" -pid "$server_pid" -reps 1 >"$work/load" 2>&1 &
   load_pid=$!
   sleep 3

@@ -31,6 +31,7 @@
 # CPU, jitter and resume figures, not a correction of them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/tests/bench/listening_port.sh"
 rounds="${1:-3}"
 sseload="${SSELOAD:-$HOME/sseload}"
 build="${BUILD:-$root/build}"
@@ -66,12 +67,7 @@ start_server() {
     node) node "$root/tests/bench/reference_server.mjs" 0 >"$out" 2>&1 & ;;
   esac
   server_pid=$!
-  server_port=""
-  for _ in $(seq 200); do
-    server_port="$(grep -oE 'listening on [^ ]*:[0-9]+' "$out" | grep -oE '[0-9]+$' || true)"
-    [ -n "$server_port" ] && return 0
-    sleep 0.05
-  done
+  server_port="$(listening_port "$out")" && return 0
   echo "reference_ratios: $1 did not report a port" >&2
   cat "$out" >&2
   exit 1

@@ -46,6 +46,15 @@ void on_context(net::io_context& io, const std::function<void()>& fn) {
   CHECK(io.poll_one() == 1);
 }
 
+// A context kept running (run_until below drives it) with its inbox and two strands.
+struct running_context {
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  completion_inbox& inbox = completion_inbox::of(io);
+  io_strand a = net::make_strand(io.get_executor());
+  io_strand b = net::make_strand(io.get_executor());
+};
+
 }  // namespace
 
 TEST_CASE("completion_inbox: an outcome handed over runs in a posted handler, on its strand") {
@@ -95,12 +104,7 @@ TEST_CASE("completion_inbox: of_local names the inbox only on the thread that ru
   CHECK(local == nullptr);
 }
 
-TEST_CASE("completion_inbox: outcomes handed over apart run in the order they came") {
-  net::io_context io;
-  auto work = net::make_work_guard(io);
-  auto& inbox = completion_inbox::of(io);
-  io_strand a = net::make_strand(io.get_executor());
-  io_strand b = net::make_strand(io.get_executor());
+TEST_CASE_FIXTURE(running_context, "completion_inbox: outcomes handed over apart run in the order they came") {
   std::vector<int> order;
   std::vector<completion_inbox::item> first;
   first.emplace_back(a, [&] { order.push_back(1); });
@@ -115,12 +119,8 @@ TEST_CASE("completion_inbox: outcomes handed over apart run in the order they ca
   CHECK(order == std::vector<int>{1, 2, 3});
 }
 
-TEST_CASE("completion_inbox: past its slice a handler lets the thread's other handlers run before the rest") {
-  net::io_context io;
-  auto work = net::make_work_guard(io);
-  auto& inbox = completion_inbox::of(io);
-  io_strand a = net::make_strand(io.get_executor());
-  io_strand b = net::make_strand(io.get_executor());
+TEST_CASE_FIXTURE(running_context,
+                  "completion_inbox: past its slice a handler lets the thread's other handlers run before the rest") {
   std::vector<std::string> order;
   std::vector<completion_inbox::item> items;
   // The first outcome posts a handler (as a run that starts in its completion posts its
