@@ -2,7 +2,6 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <iterator>
 #include <utility>
 
 namespace agw::core {
@@ -29,32 +28,40 @@ void completion_inbox::shutdown() {
     shut_ = true;
     left.swap(waiting_);
   }
-  // `left` goes here, with the context's other handlers, while its services still exist.
+  // These go here, with the context's other handlers, while its services still exist.
+  left.clear();
+  taken_.clear();
+}
+
+void completion_inbox::set_slice(std::chrono::microseconds slice) {
+  std::lock_guard lock(mutex_);
+  slice_ = slice;
 }
 
 void completion_inbox::take() {
-  std::vector<item> items;
+  std::chrono::microseconds slice;
   {
     std::lock_guard lock(mutex_);
-    items.swap(waiting_);
+    for (auto& i : waiting_) taken_.push_back(std::move(i));
+    waiting_.clear();
+    slice = slice_;
   }
   // On the context's thread: a free strand runs its completion here and now. At least one
-  // runs; past the slice, the rest goes back to the front and this handler to the back.
+  // runs; past the slice, the rest stays in taken_ and this handler goes to the back.
   const auto until = std::chrono::steady_clock::now() + slice;
-  std::size_t ran = 0;
-  while (ran < items.size()) {
-    auto& [strand, fn] = items[ran++];
+  bool first = true;
+  while (!taken_.empty() && (first || std::chrono::steady_clock::now() < until)) {
+    first = false;
+    auto [strand, fn] = std::move(taken_.front());
+    taken_.pop_front();
     net::dispatch(strand, std::move(fn));
-    if (ran < items.size() && std::chrono::steady_clock::now() >= until) break;
   }
   {
     std::lock_guard lock(mutex_);
-    if (shut_) return;  // what is left goes with `items`, as it would have with the context
-    waiting_.insert(waiting_.begin(), std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(ran)),
-                    std::make_move_iterator(items.end()));
+    if (shut_) return;
     // One take() at a time (queued or running), so items run in the order they came
     // whichever thread runs the context: hand-overs meanwhile only added to waiting_.
-    posted_ = !waiting_.empty();
+    posted_ = !taken_.empty() || !waiting_.empty();
     if (!posted_) return;
   }
   net::post(context_, [this] { take(); });

@@ -1,31 +1,35 @@
 #pragma once
 // Completions that another thread hands to an io_context: each hand-over's items wait
 // here until a posted handler runs them, on the context's thread, each on its own
-// strand (in place when the strand is free). Hand-overs that come before that handler
-// ran join it: a thread that settles many sessions at once (the store's writer after a
-// group commit, the event journal's for batches appended outside the io threads)
-// queues one handler per io thread, not one per session.
+// strand (in place when the strand is free). Hand-overs that come while such a
+// handler is queued or running join it: a thread that settles many sessions at once
+// (the store's writer after a group commit, the event journal's for batches appended
+// outside the io threads) queues one handler per io context, not one per session.
 //
-// A handler runs items for at most `slice` (at least one item), then posts itself
-// again for the rest: a commit that completes hundreds of requests at once (a burst of
-// new runs, each of which starts in its completion) is run in slices, between which
-// the thread's other handlers (token timers, journal flushes, writes to streams) get
-// their turn, instead of waiting behind the whole burst (docs/streaming.md, "A burst
-// of new runs and the streams already running").
+// A handler starts no item once it has run for `slice` (it runs at least one), and
+// posts itself again for the rest: a commit that completes hundreds of requests at
+// once (a burst of new runs, each of which starts in its completion) runs in slices.
+// Between two slices run the handlers queued meanwhile (a journal flush or a stream's
+// write that the slice's runs posted); timers and sockets that fall due are reached
+// when the context next polls its reactor, at the latest after one more slice. Before,
+// the streams already running waited behind the whole burst (docs/streaming.md, "A
+// burst of new runs and the streams already running").
 //
 // Also what names an io thread's lane of journal batches (persistence's
 // sqlite_event_writer): of_local() finds the inbox of the context the calling thread
 // runs.
 //
-// One per io_context (an asio service: `of(context)`), for a context run by one
-// thread (io_pool's are). Outcomes still waiting when the context shuts down are
-// destroyed there, as posted handlers are, and later hand-overs are dropped.
+// One per io_context (an asio service: `of(context)`). Made for a context run by one
+// thread (io_pool's are); on a context run by several, its items still run one at a
+// time, in order. Outcomes still waiting when the context shuts down are destroyed
+// there, as posted handlers are, and later hand-overs are dropped.
 //
-// Thread-safety: hand_over() from any thread, while the context exists (the event
-// writer and the store executor are stopped before the io contexts go).
+// Thread-safety: hand_over() and set_slice() from any thread, while the context exists
+// (the event writer and the store executor are stopped before the io contexts go).
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <utility>
@@ -42,7 +46,7 @@ class completion_inbox final : public boost::asio::io_context::service {
 
   static boost::asio::io_context::id id;
   // How long one handler runs items before it gives the thread's other handlers a turn.
-  static constexpr std::chrono::microseconds slice{500};
+  static constexpr std::chrono::microseconds default_slice{500};
   explicit completion_inbox(boost::asio::io_context& context);
 
   static completion_inbox& of(boost::asio::io_context& context);
@@ -54,6 +58,8 @@ class completion_inbox final : public boost::asio::io_context::service {
   // Any thread: runs each item on its strand, in order, in the context's next handlers
   // for them.
   void hand_over(std::vector<item> items);
+  // Tests that count handlers set a slice no preemption reaches.
+  void set_slice(std::chrono::microseconds slice);
 
  private:
   void shutdown() override;
@@ -61,9 +67,13 @@ class completion_inbox final : public boost::asio::io_context::service {
 
   boost::asio::io_context& context_;
   std::mutex mutex_;
-  std::vector<item> waiting_;  // under mutex_
-  bool posted_ = false;        // under mutex_: a take() is queued or running (it sees waiting_)
-  bool shut_ = false;          // under mutex_: the context shut down
+  std::vector<item> waiting_;                        // under mutex_
+  bool posted_ = false;                              // under mutex_: a take() is queued or running (it sees waiting_)
+  bool shut_ = false;                                // under mutex_: the context shut down
+  std::chrono::microseconds slice_ = default_slice;  // under mutex_
+  // Taken from waiting_ and not run yet (the rest of a slice): only the one take() at a
+  // time touches it, and shutdown() once no handler runs.
+  std::deque<item> taken_;
 };
 
 }  // namespace agw::core

@@ -9,10 +9,13 @@
 // event log's) run first in every batch, and a batch stops taking ordinary jobs
 // after `batch_budget` of work, so a burst of requests never holds released
 // events back for long. Reader threads each own a read connection. Completions
-// are posted to the caller's executor; a batch's completions for the io threads'
-// strands are handed to each io thread at once (core/completion_inbox, which runs them
-// in slices between the thread's other handlers): a commit of a burst of new runs
-// does not queue hundreds of run starts ahead of the streams already running.
+// are posted to the caller's executor, except a write batch's for strands of io
+// contexts (core::io_strand: the channels' and connections' strands), which go to each
+// context at once (core/completion_inbox runs them in place on their free strands, a
+// slice at a time, between the context's other handlers): a commit of a burst of new
+// runs does not queue hundreds of run starts ahead of the streams already running.
+// The order between a read's completion and a write's on one strand is not kept (it
+// never was promised: they come from different threads).
 //
 // Thread-safety: async_write/async_read may be called from any thread. Both
 // queues are bounded; a job offered to a full queue fails at once with
@@ -100,8 +103,8 @@ class store_executor {
  private:
   struct job {
     std::function<void(store_connection&)> run;  // may throw
-    // Posts the completion, or adds it to `into` (the writer's batch) when its executor is an
-    // io thread's strand.
+    // Posts the completion, or (the writer's batch) gives it to `into`, which hands an
+    // io_strand's over to its context and posts any other.
     std::function<void(std::exception_ptr, completion_fanout* into)> finish;
   };
   struct queue {

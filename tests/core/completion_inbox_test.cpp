@@ -75,6 +75,7 @@ TEST_CASE("completion_inbox: an outcome handed over runs in a posted handler, on
 TEST_CASE("completion_inbox: hand-overs that come before the handler ran share it") {
   net::io_context io;
   auto& inbox = completion_inbox::of(io);
+  inbox.set_slice(std::chrono::seconds(1));  // one handler, however slow this machine is now
   io_strand a = net::make_strand(io.get_executor());
   io_strand b = net::make_strand(io.get_executor());
   int ran = 0;
@@ -121,22 +122,25 @@ TEST_CASE_FIXTURE(running_context, "completion_inbox: outcomes handed over apart
 
 TEST_CASE_FIXTURE(running_context,
                   "completion_inbox: past its slice a handler lets the thread's other handlers run before the rest") {
+  inbox.set_slice(std::chrono::milliseconds(1));
   std::vector<std::string> order;
   std::vector<completion_inbox::item> items;
   // The first outcome posts a handler (as a run that starts in its completion posts its
-  // journal flush) and takes longer than a slice.
+  // journal flush), sees another hand-over come, and takes longer than a slice.
   items.emplace_back(a, [&] {
     order.push_back("1");
     net::post(io, [&] { order.push_back("posted"); });
-    std::this_thread::sleep_for(completion_inbox::slice + std::chrono::milliseconds(2));
+    hand_over_from_another_thread(inbox, b, [&] { order.push_back("later"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
   });
   items.emplace_back(b, [&] { order.push_back("2"); });
   items.emplace_back(a, [&] { order.push_back("3"); });
   std::thread([&] { inbox.hand_over(std::move(items)); }).join();
-  REQUIRE(run_until(io, [&] { return order.size() == 4; }));
-  // Whole, the hand-over would have run 1, 2, 3 before the posted handler.
-  CHECK(order == std::vector<std::string>{"1", "posted", "2", "3"});
-  // The rest came back in one more handler: a hand-over now posts again.
+  REQUIRE(run_until(io, [&] { return order.size() == 5; }));
+  // Whole, the hand-over would have run 1, 2, 3 before the posted handler. The rest of
+  // the slice's items still go before the hand-over that came meanwhile.
+  CHECK(order == std::vector<std::string>{"1", "posted", "2", "3", "later"});
+  // Nothing is left queued: the next hand-over posts again.
   int ran = 0;
   hand_over_from_another_thread(inbox, b, [&] { ++ran; });
   REQUIRE(run_until(io, [&] { return ran == 1; }));

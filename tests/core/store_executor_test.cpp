@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/completion_inbox.hpp"
 #include "core/io_executor.hpp"
 #include "core/thread_priority.hpp"
 #include "tests/support/fake_store.hpp"
@@ -205,6 +206,7 @@ TEST_CASE("store_executor: jobs queued behind a slow job share few commits (grou
 TEST_CASE("store_executor: a batch's completions for one io thread's strands reach it in one handler, in order") {
   fake_db db;
   net::io_context io;
+  agw::core::completion_inbox::of(io).set_slice(std::chrono::seconds(1));  // one handler, however slow this machine is now
   store_executor ex(db.factory(), {.readers = 1, .batch_budget = std::chrono::seconds(1)});
   // The first job holds the writer while the others queue, so that they share a batch.
   gate g;
