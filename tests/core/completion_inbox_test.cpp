@@ -171,3 +171,29 @@ TEST_CASE("completion_inbox: a context that goes with outcomes waiting destroys 
   io.reset();
   CHECK_FALSE(ran);
 }
+
+TEST_CASE("completion_inbox: the rest of a slice still waiting when the context goes is destroyed, not run") {
+  auto owned = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = owned;
+  struct shutting_context : net::io_context {
+    using net::io_context::shutdown;
+  };
+  std::optional<shutting_context> io(std::in_place);
+  auto& inbox = completion_inbox::of(*io);
+  inbox.set_slice(std::chrono::milliseconds(1));
+  std::optional<io_strand> strand(net::make_strand(io->get_executor()));
+  bool rest_ran = false;
+  std::vector<completion_inbox::item> items;
+  items.emplace_back(*strand, [] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); });
+  items.emplace_back(*strand, [&rest_ran, keep = std::move(owned)] { rest_ran = true; });
+  std::thread([&] { inbox.hand_over(std::move(items)); }).join();
+  // One handler: the first item, past the slice; the second waits for the next one.
+  CHECK(io->poll_one() == 1);
+  CHECK_FALSE(rest_ran);
+  CHECK_FALSE(watch.expired());
+  io->shutdown();
+  CHECK(watch.expired());
+  strand.reset();
+  io.reset();
+  CHECK_FALSE(rest_ran);
+}
