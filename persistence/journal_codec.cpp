@@ -6,33 +6,28 @@
 
 namespace agw::persistence {
 
-void append_journal_entry(std::string& out, std::string_view session_id, std::string_view thread_id, std::int64_t first_id,
-                          std::int64_t last_id, std::int64_t created_at_ms, std::string_view frames) {
+std::string encode_journal_entries(std::span<const journal_entry* const> entries) {
+  std::size_t bytes = 0;
+  for (const auto* e : entries) bytes += e->batch.session_id.size() + e->thread_id.size() + e->batch.frames.size() + 80;
+  std::string out;
+  out.reserve(bytes);
   char number[24];
   auto put = [&](std::int64_t v, char after) {
     const auto end = std::to_chars(number, number + sizeof number, v).ptr;
     out.append(number, end);
     out += after;
   };
-  out += session_id;
-  out += '\n';
-  put(first_id, ' ');
-  put(last_id, ' ');
-  put(created_at_ms, ' ');
-  put(static_cast<std::int64_t>(frames.size()), ' ');
-  put(static_cast<std::int64_t>(thread_id.size()), '\n');
-  out += thread_id;
-  out += frames;
-}
-
-std::string encode_journal_entries(std::span<const journal_entry* const> entries) {
-  std::size_t bytes = 0;
-  for (const auto* e : entries) bytes += e->batch.session_id.size() + e->thread_id.size() + e->batch.frames.size() + 80;
-  std::string out;
-  out.reserve(bytes);
   for (const auto* e : entries) {
     const auto& b = e->batch;
-    append_journal_entry(out, b.session_id, e->thread_id, b.first_id, b.last_id, b.created_at_ms, b.frames);
+    out += b.session_id;
+    out += '\n';
+    put(b.first_id, ' ');
+    put(b.last_id, ' ');
+    put(b.created_at_ms, ' ');
+    put(static_cast<std::int64_t>(b.frames.size()), ' ');
+    put(static_cast<std::int64_t>(e->thread_id.size()), '\n');
+    out += e->thread_id;
+    out += b.frames;
   }
   return out;
 }

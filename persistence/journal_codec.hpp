@@ -22,10 +22,6 @@ struct journal_entry {
 };
 
 std::string encode_journal_entries(std::span<const journal_entry* const> entries);
-// Appends one entry to `out`, from views (the journal's writer encodes a record from
-// its batches without copying each into a journal_entry first).
-void append_journal_entry(std::string& out, std::string_view session_id, std::string_view thread_id, std::int64_t first_id,
-                          std::int64_t last_id, std::int64_t created_at_ms, std::string_view frames);
 std::vector<journal_entry> decode_journal_entries(std::string_view entries);
 
 }  // namespace agw::persistence

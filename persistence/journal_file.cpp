@@ -2,12 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -151,22 +149,16 @@ std::uint64_t journal_file::append(std::string_view payload) {
   const std::uint64_t seq = next_seq_;
   const auto size = static_cast<std::uint32_t>(payload.size());
   const std::uint32_t crc = checksum(seq, payload);
-  std::array<char, header_bytes> header;
-  std::memcpy(header.data(), &size, 4);
-  std::memcpy(header.data() + 4, &crc, 4);
-  std::memcpy(header.data() + 8, &seq, 8);
-  // Header and payload in one writev: the payload is not copied behind the header.
-  const std::size_t total = header_bytes + payload.size();
-  std::size_t written = 0;
-  while (written < total) {
-    std::array<iovec, 2> parts{};
-    int count = 0;
-    if (written < header_bytes) parts[count++] = {header.data() + written, header_bytes - written};
-    const std::size_t from = written > header_bytes ? written - header_bytes : 0;
-    if (from < payload.size()) parts[count++] = {const_cast<char*>(payload.data()) + from, payload.size() - from};
-    const auto n = ::writev(fd_, parts.data(), count);
+  record_.resize(header_bytes);
+  std::memcpy(record_.data(), &size, 4);
+  std::memcpy(record_.data() + 4, &crc, 4);
+  std::memcpy(record_.data() + 8, &seq, 8);
+  record_.append(payload);
+  std::string_view rest = record_;
+  while (!rest.empty()) {
+    const auto n = ::write(fd_, rest.data(), rest.size());
     if (n > 0) {
-      written += static_cast<std::size_t>(n);
+      rest.remove_prefix(static_cast<std::size_t>(n));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -180,7 +172,7 @@ std::uint64_t journal_file::append(std::string_view payload) {
     ++next_seq_;
     fail("write failed", error);
   }
-  offset_ += total;
+  offset_ += record_.size();
   return next_seq_++;
 }
 

@@ -98,6 +98,7 @@ class journal_file {
   int fd_ = -1;
   std::size_t offset_ = 0;  // bytes of whole records in the current file
   std::uint64_t next_seq_ = 1;
+  std::string record_;  // the record being written (its buffer is kept)
 };
 
 }  // namespace agw::persistence

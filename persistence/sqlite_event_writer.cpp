@@ -233,17 +233,18 @@ void sqlite_event_writer::write_journal(std::vector<journal_request>& taken, boo
   std::exception_ptr error;
   try {
     // Each entry names its session's incarnation: the start-up fold gives no session
-    // the events of an earlier one with its id. A batch's frames are encoded into this
-    // thread's scratch buffer (kept: no allocation per batch once it has grown), then
-    // appended to the record with their entry's header, which leads with their size.
-    thread_local std::string frames;
+    // the events of an earlier one with its id.
+    std::vector<journal_entry> entries;
+    entries.reserve(taken.size());
     const auto now = core::now_ms();
-    for (const auto& r : taken) {
-      frames.clear();
-      core::encode_log_frames(r.b.events, frames);
-      append_journal_entry(record, r.session->session_id, r.session->thread_id, r.b.events.front()->id, r.b.events.back()->id,
-                           now, frames);
-    }
+    for (const auto& r : taken)
+      entries.push_back(
+          {{r.session->session_id, r.b.events.front()->id, r.b.events.back()->id, core::encode_log_frames(r.b.events), now},
+           r.session->thread_id});
+    std::vector<const journal_entry*> rows;
+    rows.reserve(entries.size());
+    for (const auto& e : entries) rows.push_back(&e);
+    record = encode_journal_entries(rows);
   } catch (...) {
     error = std::current_exception();
   }
