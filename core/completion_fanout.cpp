@@ -14,7 +14,7 @@ void completion_fanout::add(const net::any_io_executor& executor, std::function<
     others_.emplace_back(executor, std::move(fn));
     return;
   }
-  const auto context = strand->get_inner_executor();
+  const auto context = *strand;
   for (auto& g : groups_)
     if (g.context == context) {
       g.items.emplace_back(*strand, std::move(fn));

@@ -17,7 +17,7 @@ completion_inbox& completion_inbox::of(net::io_context& context) { return net::u
 completion_inbox* completion_inbox::of_local(const net::any_io_executor& executor) {
   const auto* strand = executor.target<io_strand>();
   if (!strand) return nullptr;
-  auto& context = strand->get_inner_executor().context();
+  auto& context = strand->context();
   return context.get_executor().running_in_this_thread() ? &of(context) : nullptr;
 }
 
@@ -46,7 +46,7 @@ void completion_inbox::take() {
     waiting_.clear();
     slice = slice_;
   }
-  // On the context's thread: a free strand runs its completion here and now. At least one
+  // On the context's thread, the items' implicit strand: each runs here and now. At least one
   // runs; past the slice, the rest stays in taken_ and this handler goes to the back.
   const auto until = std::chrono::steady_clock::now() + slice;
   bool first = true;

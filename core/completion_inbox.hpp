@@ -1,7 +1,7 @@
 #pragma once
 // Completions that another thread hands to an io_context: each hand-over's items wait
-// here until a posted handler runs them, on the context's thread, each on its own
-// strand (in place when the strand is free). Hand-overs that come while such a
+// here until a posted handler runs them in place, on the context's thread (the
+// sessions' implicit strand, core/io_executor.hpp). Hand-overs that come while such a
 // handler is queued or running join it: a thread that settles many sessions at once
 // (the store's writer after a group commit, the event journal's for batches appended
 // outside the io threads) queues one handler per io context, not one per session.
@@ -41,7 +41,7 @@ namespace agw::core {
 
 class completion_inbox final : public boost::asio::io_context::service {
  public:
-  // A completion and the strand (on this context) it runs on.
+  // A completion and the strand (this context's own executor) it runs on.
   using item = std::pair<io_strand, std::function<void()>>;
 
   static boost::asio::io_context::id id;
@@ -55,7 +55,7 @@ class completion_inbox final : public boost::asio::io_context::service {
   // callers keep the pointer, as a channel's context never changes.)
   static completion_inbox* of_local(const boost::asio::any_io_executor& executor);
 
-  // Any thread: runs each item on its strand, in order, in the context's next handlers
+  // Any thread: runs each item, in order, in the context's next handlers
   // for them.
   void hand_over(std::vector<item> items);
   // Tests that count handlers set a slice no preemption reaches.

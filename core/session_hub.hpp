@@ -13,9 +13,9 @@
 // unavailable, to be retried). docs/architecture.md, "Channels in memory".
 //
 // Thread-safe: a mutex guards the map only; channel work runs on each
-// channel's strand, never under the mutex. A channel's strand is made on the
-// executor `placement` returns when the channel is created (the server's: the io
-// context of the thread that asks, see core/io_pool.hpp).
+// channel's strand, never under the mutex. A channel's strand is the executor
+// `placement` returns when the channel is created (the server's: the io context of
+// the thread that asks, see core/io_pool.hpp; an implicit strand, core/io_executor.hpp).
 #include <chrono>
 #include <deque>
 #include <functional>

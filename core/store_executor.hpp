@@ -9,9 +9,9 @@
 // event log's) run first in every batch, and a batch stops taking ordinary jobs
 // after `batch_budget` of work, so a burst of requests never holds released
 // events back for long. Reader threads each own a read connection. Completions
-// are posted to the caller's executor, except a write batch's for strands of io
-// contexts (core::io_strand: the channels' and connections' strands), which go to each
-// context at once (core/completion_inbox runs them in place on their free strands, a
+// are posted to the caller's executor, except a write batch's for io contexts' own
+// executors (core::io_strand: the channels' and connections' strands), which go to each
+// context at once (core/completion_inbox runs them in place on its thread, a
 // slice at a time, between the context's other handlers): a commit of a burst of new
 // runs does not queue hundreds of run starts ahead of the streams already running.
 // The order between a read's completion and a write's on one strand is not kept (it

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/strand.hpp>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
@@ -16,7 +15,7 @@ namespace net = boost::asio;
 
 struct heartbeat_wheel::state {
   state(net::io_context& io, const core::clock& c, duration t, std::size_t slots)
-      : clock(c), tick(t), epoch(c.steady_now()), strand(net::make_strand(io)), timer(c.make_timer(strand)), wheel(slots) {}
+      : clock(c), tick(t), epoch(c.steady_now()), executor(io.get_executor()), timer(c.make_timer(executor)), wheel(slots) {}
 
   // Tick k happens once the clock reads epoch + k x tick.
   std::uint64_t first_tick_at_or_after(core::steady_time t) const {
@@ -31,19 +30,19 @@ struct heartbeat_wheel::state {
   const core::clock& clock;
   const duration tick;
   const core::steady_time epoch;
-  const core::io_strand strand;
-  const std::unique_ptr<core::wait_timer> timer;  // the tick loop's, on the strand
+  const core::io_executor executor;
+  const std::unique_ptr<core::wait_timer> timer;  // the tick loop's
   mutable std::mutex mutex;
   core::timer_wheel wheel;  // guarded by mutex
   bool stopped = false;     // guarded by mutex
-  // The streams one tick took, on the strand; kept between ticks for its capacity
+  // The streams one tick took, in the tick loop; kept between ticks for its capacity
   // (no allocation per tick once it has grown to the largest batch).
   std::vector<std::shared_ptr<member>> due;
 };
 
 heartbeat_wheel::heartbeat_wheel(net::io_context& io, const core::clock& clock, duration tick, std::size_t slots)
     : state_(std::make_shared<state>(io, clock, std::max(tick, duration(1)), slots)) {
-  net::co_spawn(state_->strand, run(state_), net::detached);
+  net::co_spawn(state_->executor, run(state_), net::detached);
 }
 
 heartbeat_wheel::~heartbeat_wheel() {
@@ -136,11 +135,10 @@ class wheel_service final : public net::execution_context::service {
   std::unique_ptr<heartbeat_wheel> wheel_;
 };
 
-// The io_context under a stream's executor: its connection's strand, or (tests) the context's own.
+// The io_context under a stream's executor (its connection's: the context's own, core/io_executor.hpp).
 net::io_context& io_context_of(const net::any_io_executor& executor) {
-  if (const auto* strand = executor.target<core::io_strand>()) return strand->get_inner_executor().context();
-  if (const auto* plain = executor.target<core::io_executor>()) return plain->context();
-  throw std::logic_error("heartbeat_wheel::of: the executor is not an io_context's (or a strand of one)");
+  if (const auto* own = executor.target<core::io_executor>()) return own->context();
+  throw std::logic_error("heartbeat_wheel::of: the executor is not an io_context's own");
 }
 
 }  // namespace

@@ -6,20 +6,21 @@
 // number, a reference to itself while scheduled): no asio timer, no pending wait,
 // and no allocation per beat.
 //
-// Concurrency. The server runs one io_context on N threads and each stream lives
-// on its own strand, so the wheel cannot belong to any one of them:
+// Concurrency. The server runs one io_context per io thread, and a stream lives on
+// its context's thread (its implicit strand, core/io_executor.hpp). The wheel itself
+// is also safe for a context that several threads run (a test does; its members then
+// need strands of their own, as dispatch runs them on the tick's thread):
 // - schedule()/cancel() may be called from any thread; one mutex guards the wheel,
 //   held only for a few pointer swaps and never while calling out. A stream calls
 //   them about once per heartbeat interval (not per write: it keeps its own last
 //   write time and, when woken early, moves itself), so the lock is cold.
-// - The tick runs on the wheel's own strand. Under the lock it takes the streams
-//   due, each kept alive by the reference the wheel held; outside the lock it hands
-//   each to its stream, which dispatches onto its own strand. The tick runs on an
-//   io thread, so dispatch runs the stream there and then when its strand is free:
+// - The tick runs on the context. Under the lock it takes the streams due, each
+//   kept alive by the reference the wheel held; outside the lock it hands each to
+//   its stream, which dispatches onto its own executor. The tick runs on the
+//   stream's io thread, so dispatch runs the stream there and then:
 //   the heartbeat's write happens in the tick's call stack, with no handler queued
 //   per stream and no thread woken.
-// With one io_context per thread (and concurrency hint 1) the same code serves one
-// wheel per thread: the mutex is then never contended.
+// With one io_context per thread the mutex is never contended.
 //
 // Resolution: a stream scheduled at t is woken at the first tick at or after t,
 // so at most one tick late and never early.
@@ -58,14 +59,14 @@ class heartbeat_wheel {
 
    private:
     friend class heartbeat_wheel;
-    // Called by the tick on the wheel's strand, outside the wheel's lock, once the
+    // Called by the tick on the wheel's context, outside the wheel's lock, once the
     // member's time has come: `self` is this member, kept alive. Hop to the member's
     // own executor; the member decides there whether anything is due.
     virtual void on_due(std::shared_ptr<member> self) = 0;
     std::shared_ptr<member> hold_;  // set while scheduled
   };
 
-  // Ticks on a strand of `io`, reading time from `clock` (which outlives the wheel).
+  // Ticks on `io`, reading time from `clock` (which outlives the wheel).
   // `slots` bounds how far ahead one revolution reaches (slots x tick); later times
   // still work, passed over once per revolution.
   heartbeat_wheel(boost::asio::io_context& io, const core::clock& clock, duration tick, std::size_t slots = default_slots);

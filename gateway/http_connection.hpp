@@ -1,7 +1,8 @@
 #pragma once
 // One client connection: reads requests (with header/body limits and
 // timeouts), dispatches them, writes responses, keeps alive. Runs as a
-// coroutine on the connection's own strand; all its state is in the frame.
+// coroutine on the connection's strand (its io context, an implicit strand:
+// core/io_executor.hpp); all its state is in the frame.
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
 
@@ -11,7 +12,7 @@ namespace agw::gateway {
 
 struct app_context;
 
-// Serves a connection on its own strand (the socket's executor). `pending`: bytes
+// Serves a connection on its strand (the socket's executor). `pending`: bytes
 // already read from it (a connection an SSE stream hands back); `counted`: it is
 // already in the open-connections gauge.
 void start_connection(net::ip::tcp::socket socket, app_context& app, std::string pending = {}, bool counted = false);

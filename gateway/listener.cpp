@@ -4,7 +4,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <memory>
 
@@ -35,7 +34,7 @@ listener::listener(core::io_pool& io, const net::ip::tcp::endpoint& endpoint, ap
   auto bind_to = endpoint;
   acceptors_.reserve(io.size());
   for (std::size_t i = 0; i < io.size(); ++i) {
-    auto& acceptor = acceptors_.emplace_back(net::make_strand(io.context(i)));
+    auto& acceptor = acceptors_.emplace_back(io.context(i));
     acceptor.open(bind_to.protocol());
     acceptor.set_option(net::socket_base::reuse_address(true));
     acceptor.set_option(reuse_port(true));
@@ -79,9 +78,9 @@ void listener::close() {
 
 awaitable<void> listener::accept_loop(net::ip::tcp::acceptor& acceptor, net::io_context& context) {
   for (;;) {
-    // Each connection gets its own strand on this acceptor's context (the accepting
-    // thread's): its coroutine never runs on two threads at once.
-    auto [ec, socket] = co_await acceptor.async_accept(net::make_strand(context), net::as_tuple(net::use_awaitable));
+    // Each connection lives on this acceptor's context (the accepting thread's, its
+    // implicit strand: core/io_executor.hpp): its coroutine never runs on two threads at once.
+    auto [ec, socket] = co_await acceptor.async_accept(context, net::as_tuple(net::use_awaitable));
     if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
       // Out of descriptors and the like: log, back off a little, keep serving.

@@ -1,5 +1,6 @@
 #pragma once
-// Accepts connections and starts serve_connection for each on its own strand; over
+// Accepts connections and starts serve_connection for each on the accepting io
+// context (the connection's implicit strand, core/io_executor.hpp); over
 // GATEWAY_MAX_CONNECTIONS open ones a connection is answered 503 and closed instead
 // (gateway/connection_refusal.hpp). Accepts until close(); the drain keeps it open.
 //

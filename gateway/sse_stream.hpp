@@ -7,8 +7,9 @@
 // request buffers, no timer of its own). When the stream ends, `on_end` gets the
 // socket back: a POST stream whose run is done may go on serving the connection.
 //
-// Executor: the connection's strand (the socket's executor). deliver()/close()
-// are called on the session's strand and only post here.
+// Executor: the connection's strand (the socket's executor: its io context,
+// core/io_executor.hpp). deliver()/close() are called on the session's strand and
+// only post here.
 // Back-pressure: the queue holds what the session channel delivered; the channel
 // stops delivering past its bound and asks when_drained(), so a stream that reads
 // slowly catches up from memory or the log instead of being cut (subscriber.hpp).

@@ -178,10 +178,12 @@ void basic_sse_stream<Stream>::start(Stream socket, std::string head, std::strin
   }
   started_ = true;
   last_write_ = wheel_.now();
-  // (A replay with nothing to send ends in the first write: what subscribe() queued, such
-  // as `reconnected`, was posted here before this call, so it goes out first.)
   wake_at(last_write_ + opts_.heartbeat);
-  write_more();
+  // What subscribe() queued (such as `reconnected`) may not have been taken yet: the
+  // handler that resumed the request can run before the takes posted ahead of it (the
+  // connection's strand is its context, core/io_executor.hpp). The last of them writes
+  // then; a write now could end a replay with nothing to send before they came.
+  if (takes_pending_.load() == 0) write_more();
   watch_peer();
 }
 
@@ -338,8 +340,8 @@ void basic_sse_stream<Stream>::on_written(const boost::system::error_code& ec) {
 
 template <class Stream>
 void basic_sse_stream<Stream>::on_due(std::shared_ptr<heartbeat_wheel::member> self) {
-  // From the wheel's tick, on an io thread: when our strand is free this runs us right
-  // here (no handler queued, no thread woken), else after what the strand is running.
+  // From the wheel's tick, on our io thread: this runs us right here (no handler queued,
+  // no thread woken), ahead of takes already posted (a heartbeat before frames is fine).
   net::dispatch(executor_, [self = std::static_pointer_cast<basic_sse_stream>(std::move(self))] { self->on_timer(); });
 }
 

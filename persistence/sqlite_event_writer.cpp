@@ -266,8 +266,8 @@ void sqlite_event_writer::write_journal(std::vector<journal_request>& taken, boo
   }
   submit_due_segments(due);
   if (from_lane) {
-    // On the lane's thread, the channels' own: a free strand runs its outcome here and
-    // now (a busy one, after what it runs).
+    // On the lane's thread, the channels' own (their implicit strand): each outcome runs
+    // here and now.
     for (auto& r : taken)
       if (r.b.done) net::dispatch(r.b.executor, [done = std::move(r.b.done), error] { done(error); });
     return;

@@ -169,8 +169,7 @@ class sqlite_event_writer final : public core::event_log_writer {
   // --- the journal: the io threads' lanes and the journal thread ---
   void flush_lane(core::completion_inbox* lane);  // the lane's io thread
   // Writes `taken` as one record and settles it; outcomes to their executors (from a lane,
-  // on their own thread: each run in place when its strand is free; else one hand-over per
-  // io thread).
+  // on their own thread: each run in place; else one hand-over per io thread).
   void write_journal(std::vector<journal_request>& taken, bool from_lane);
   void journal_cycle();
   void release_journal_files();                                                          // the journal thread

@@ -24,7 +24,7 @@ namespace net = boost::asio;
 
 session_channel::session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id,
                                  const channel_services& services, options opts)
-    : strand_(net::make_strand(executor)),
+    : strand_(executor),
       session_id_(std::move(session_id)),
       store_(services.store),
       log_(services.log),

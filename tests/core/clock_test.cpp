@@ -6,7 +6,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -59,7 +58,7 @@ TEST_CASE("manual_clock: time moves only when advanced; wall and steady move tog
 TEST_CASE("manual_clock: advancing completes the due waits, earliest first, on their executors") {
   manual_clock clock;
   net::io_context io;
-  auto strand = net::make_strand(io.get_executor());
+  auto strand = io.get_executor();
   auto a = clock.make_timer(strand);
   auto b = clock.make_timer(strand);
   auto c = clock.make_timer(io.get_executor());
@@ -126,7 +125,7 @@ TEST_CASE("real_clock: a cancelled wait ends early; a due one is full") {
 TEST_CASE("run: sleep_until sleeps on the run's clock; an abort cuts it short") {
   manual_clock clock;
   net::io_context io;
-  auto strand = net::make_strand(io.get_executor());
+  auto strand = io.get_executor();
   auto r = std::make_shared<agw::core::run>(strand, clock, "run-1", clock.wall_ms(), 0);
   CHECK(&r->time() == &clock);
   std::optional<bool> slept;

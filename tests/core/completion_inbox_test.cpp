@@ -51,8 +51,8 @@ struct running_context {
   net::io_context io;
   net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
   completion_inbox& inbox = completion_inbox::of(io);
-  io_strand a = net::make_strand(io.get_executor());
-  io_strand b = net::make_strand(io.get_executor());
+  io_strand a = io.get_executor();
+  io_strand b = io.get_executor();
 };
 
 }  // namespace
@@ -60,7 +60,7 @@ struct running_context {
 TEST_CASE("completion_inbox: an outcome handed over runs in a posted handler, on its strand") {
   net::io_context io;
   auto& inbox = completion_inbox::of(io);
-  io_strand strand = net::make_strand(io.get_executor());
+  io_strand strand = io.get_executor();
   bool ran = false;
   bool on_strand = false;
   hand_over_from_another_thread(inbox, strand, [&] {
@@ -76,8 +76,8 @@ TEST_CASE("completion_inbox: hand-overs that come before the handler ran share i
   net::io_context io;
   auto& inbox = completion_inbox::of(io);
   inbox.set_slice(std::chrono::seconds(1));  // one handler, however slow this machine is now
-  io_strand a = net::make_strand(io.get_executor());
-  io_strand b = net::make_strand(io.get_executor());
+  io_strand a = io.get_executor();
+  io_strand b = io.get_executor();
   int ran = 0;
   hand_over_from_another_thread(inbox, a, [&] { ++ran; });
   hand_over_from_another_thread(inbox, b, [&] { ++ran; });
@@ -95,13 +95,13 @@ TEST_CASE("completion_inbox: hand-overs that come before the handler ran share i
 TEST_CASE("completion_inbox: of_local names the inbox only on the thread that runs the context") {
   net::io_context io;
   auto& inbox = completion_inbox::of(io);
-  io_strand strand = net::make_strand(io.get_executor());
+  io_strand strand = io.get_executor();
   CHECK(completion_inbox::of_local(net::any_io_executor(strand)) == nullptr);  // this thread is not running `io`
   completion_inbox* local = nullptr;
   on_context(io, [&] { local = completion_inbox::of_local(net::any_io_executor(strand)); });
   CHECK(local == &inbox);
-  // Not an io_strand: no inbox, whichever thread asks.
-  on_context(io, [&] { local = completion_inbox::of_local(io.get_executor()); });
+  // An executor of another kind (an explicit strand): no inbox, whichever thread asks.
+  on_context(io, [&] { local = completion_inbox::of_local(net::make_strand(io.get_executor())); });
   CHECK(local == nullptr);
 }
 
@@ -156,18 +156,16 @@ TEST_CASE("completion_inbox: a context that goes with outcomes waiting destroys 
   };
   std::optional<shutting_context> io(std::in_place);
   auto& inbox = completion_inbox::of(*io);
-  // Gone before the context: a strand's destructor reaches its service.
-  std::optional<io_strand> strand(net::make_strand(io->get_executor()));
+  const io_strand strand = io->get_executor();
   bool ran = false;
-  hand_over_from_another_thread(inbox, *strand, [&ran, keep = std::move(owned)] { ran = true; });
+  hand_over_from_another_thread(inbox, strand, [&ran, keep = std::move(owned)] { ran = true; });
   CHECK_FALSE(watch.expired());
   io->shutdown();
   CHECK(watch.expired());
   auto late = std::make_shared<int>(8);
   std::weak_ptr<int> watch_late = late;
-  hand_over_from_another_thread(inbox, *strand, [keep = std::move(late)] {});
+  hand_over_from_another_thread(inbox, strand, [keep = std::move(late)] {});
   CHECK(watch_late.expired());
-  strand.reset();
   io.reset();
   CHECK_FALSE(ran);
 }
@@ -181,11 +179,11 @@ TEST_CASE("completion_inbox: the rest of a slice still waiting when the context 
   std::optional<shutting_context> io(std::in_place);
   auto& inbox = completion_inbox::of(*io);
   inbox.set_slice(std::chrono::milliseconds(1));
-  std::optional<io_strand> strand(net::make_strand(io->get_executor()));
+  const io_strand strand = io->get_executor();
   bool rest_ran = false;
   std::vector<completion_inbox::item> items;
-  items.emplace_back(*strand, [] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); });
-  items.emplace_back(*strand, [&rest_ran, keep = std::move(owned)] { rest_ran = true; });
+  items.emplace_back(strand, [] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); });
+  items.emplace_back(strand, [&rest_ran, keep = std::move(owned)] { rest_ran = true; });
   std::thread([&] { inbox.hand_over(std::move(items)); }).join();
   // One handler: the first item, past the slice; the second waits for the next one.
   CHECK(io->poll_one() == 1);
@@ -193,7 +191,6 @@ TEST_CASE("completion_inbox: the rest of a slice still waiting when the context 
   CHECK_FALSE(watch.expired());
   io->shutdown();
   CHECK(watch.expired());
-  strand.reset();
   io.reset();
   CHECK_FALSE(rest_ran);
 }

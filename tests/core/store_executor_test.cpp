@@ -211,11 +211,18 @@ TEST_CASE("store_executor: a batch's completions for one io thread's strands rea
   // The first job holds the writer while the others queue, so that they share a batch.
   gate g;
   outcome held;
-  ex.async_write(g.job(), record(io, held));
+  // Bound to an explicit strand, not the context's own executor: posted, never handed
+  // over, so it cannot share the five's hand-over however the two batches fall.
+  auto held_strand = net::make_strand(io.get_executor());
+  ex.async_write(g.job(), net::bind_executor(held_strand, [&held](std::exception_ptr e, int v) {
+                   held.called = true;
+                   held.error = e;
+                   held.value = v;
+                 }));
   g.wait_started();
   constexpr int jobs = 5;
   std::vector<agw::core::io_strand> strands;
-  for (int i = 0; i < jobs; ++i) strands.push_back(net::make_strand(io.get_executor()));
+  for (int i = 0; i < jobs; ++i) strands.push_back(io.get_executor());
   std::vector<int> order;
   for (int i = 0; i < jobs; ++i)
     ex.async_write(write_message(i),
@@ -224,9 +231,8 @@ TEST_CASE("store_executor: a batch's completions for one io thread's strands rea
                      order.push_back(v);
                    }));
   g.release();
-  // The held job's completion (posted: bound to the context, not a strand), then one
-  // hand-over for the five, each run in place on its free strand. One post per
-  // completion would have run six handlers.
+  // The held job's completion (posted), then one hand-over for the five, each run in
+  // place on the context's thread. One post per completion would have run six handlers.
   const auto handlers = io.run();
   CHECK(held.called);
   CHECK(order == std::vector<int>{0, 1, 2, 3, 4});

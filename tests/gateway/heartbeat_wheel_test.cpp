@@ -187,7 +187,7 @@ TEST_CASE("heartbeat_wheel: tick_for is a twentieth of the shorter interval, wit
 TEST_CASE("heartbeat_wheel: of() is one wheel per io_context") {
   net::io_context a;
   net::io_context b;
-  auto& wa = heartbeat_wheel::of(net::make_strand(a), 50ms);
+  auto& wa = heartbeat_wheel::of(a.get_executor(), 50ms);
   CHECK(&heartbeat_wheel::of(a.get_executor(), 250ms) == &wa);  // the first caller's tick stays
   CHECK(wa.tick() == 50ms);
   CHECK(&heartbeat_wheel::of(b.get_executor(), 50ms) != &wa);

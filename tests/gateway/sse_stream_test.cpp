@@ -165,14 +165,15 @@ TEST_CASE("sse_stream: a run's stream writes frames in id order, skips ids alrea
   auto opts = options_with(/*after_id=*/1);
   opts.until_run = "r1";
   harness h(opts);
-  // Both batches arrive while the header's write is in flight: they go out together next.
+  // Both batches are delivered before the start, and taken after it: they go out with
+  // the header, in one write.
   h.stream->deliver(batch({token(1), token(2), token(3)}));
   h.stream->deliver(batch({token(3), token(4), token(5)}));
   h.start();
-  CHECK(h.fresh() == head_11 + chunk(preamble));
+  CHECK(h.fresh().empty());
   h.io.poll();
   // 1 is not above after_id, the second 3 was sent already.
-  CHECK(h.fresh() == chunk(text({token(2), token(3), token(4), token(5)})));
+  CHECK(h.fresh() == head_11 + chunk(preamble) + chunk(text({token(2), token(3), token(4), token(5)})));
 
   // Another run's done does not end it; an old id alone writes nothing.
   h.stream->deliver(batch({done(6, "r0")}));
@@ -248,6 +249,23 @@ TEST_CASE("sse_stream: a replay with nothing to send ends in the header's write"
   REQUIRE(h.ends.size() == 1);
   CHECK(h.ends[0].why == sse_end_reason::run_done);
   CHECK(h.ends[0].reusable);
+}
+
+TEST_CASE("sse_stream: what was delivered before start() but not yet taken goes out before a replay's end") {
+  // A resume whose channel had to read the log first: subscribe() posted `reconnected`,
+  // then the request resumed on the connection's context and started the stream before
+  // that take ran (the context is the stream's strand: core/io_executor.hpp).
+  auto opts = options_with(/*after_id=*/5);
+  opts.until_id = 5;
+  harness h(opts);
+  auto reconnected = std::make_shared<const agw::core::event_frame>(agw::core::make_reconnected_frame(5, 0, false, 1));
+  h.stream->deliver_unnumbered(reconnected);
+  h.start();
+  CHECK(h.fresh().empty());  // the take writes, with the header
+  h.io.poll();
+  CHECK(h.fresh() == head_11 + chunk(preamble) + chunk(reconnected->sse) + std::string(last_chunk));
+  REQUIRE(h.ends.size() == 1);
+  CHECK(h.ends[0].why == sse_end_reason::run_done);
 }
 
 TEST_CASE("sse_stream: the unnumbered reconnected frame is never skipped and does not move the cursor") {

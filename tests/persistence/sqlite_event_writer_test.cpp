@@ -9,7 +9,6 @@
 #include <doctest/doctest.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -159,7 +158,7 @@ struct fixture {
   journal_file journal;
   // Before the writer: its sessions hold the strand's executor, which must not outlive io.
   net::io_context io;
-  net::strand<net::io_context::executor_type> strand{net::make_strand(io)};
+  net::io_context::executor_type strand{io.get_executor()};  // its implicit strand (core/io_executor.hpp)
   sqlite_event_writer writer;
   std::unique_ptr<sqlite_store> reader =
       std::make_unique<sqlite_store>(db.path, agw::persistence::sqlite_database::options{}, &tails);
