@@ -81,7 +81,8 @@ struct metrics {
   std::atomic<std::uint64_t> replay_reads_ring{0};
   std::atomic<std::uint64_t> replay_reads_log{0};
   // Per committed event batch: seconds from its oldest event's publish to its release to
-  // subscribers, the longest any event of it waited to be durable (commit_pipeline).
+  // subscribers, the longest any event of it waited to be durable, or held back by the
+  // channel's release spacing (commit_pipeline).
   histogram event_commit_wait_seconds{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
   histogram webhook_attempt_seconds{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
   // Upstream model streams (the openai provider observes these).

@@ -31,6 +31,14 @@ void commit_pipeline::push(frame_ptr event) {
 
 void commit_pipeline::flush() {
   if (in_flight_ || closed_ || fenced_ || pending_.empty()) return;
+  // A whole batch waiting goes at once: the spacing must not cap a session's rate.
+  const bool whole = pending_.size() >= opts_.max_batch;
+  if (spaced_ && !whole) return;  // the spacing's timer sends it
+  if (const auto spacing = owner_.release_spacing(); spacing.count() > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!whole && now < last_sent_ + spacing) return flush_at(last_sent_ + spacing);
+    last_sent_ = now;
+  }
   in_flight_ = true;
   // A bounded batch: one log write and one delivery per subscriber stay small, and
   // the rest commits right behind it.
@@ -56,6 +64,17 @@ void commit_pipeline::flush() {
     on_committed(batch, oldest, error);
   };
   log_->append(std::move(request));
+}
+
+void commit_pipeline::flush_at(time_point due) {
+  // The timer is the handler's own (as retry_later's): a channel keeps no timer once
+  // nothing waits, so none outlives its io_context through a channel held elsewhere.
+  auto timer = std::make_shared<net::steady_timer>(strand_, due);
+  spaced_ = true;
+  timer->async_wait([this, alive = owner_.keep_alive(), timer](const boost::system::error_code&) {
+    spaced_ = false;
+    flush();
+  });
 }
 
 void commit_pipeline::on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::optional<time_point> oldest,

@@ -9,6 +9,12 @@
 // else ever waits. While the session is being deleted, batches are released
 // without being stored (their rows are gone).
 //
+// A batch is sent no sooner than the owner's release_spacing() after the one sent
+// before it (a timer holds it meanwhile), unless a whole batch (`max_batch`) waits: a
+// release costs one write per follower, so a channel that many follow gets fewer,
+// larger batches at full speed instead of one per storage round trip, whichever way
+// the store writes them. A paced run's events, further apart than that, never wait.
+//
 // Executor: the owning channel's strand, for every method and completion. Not
 // thread-safe.
 #include <boost/asio/awaitable.hpp>
@@ -49,6 +55,8 @@ class commit_pipeline {
     // nothing more is written until unfence().
     virtual void on_fenced_out() = 0;
     virtual std::shared_ptr<const void> keep_alive() = 0;
+    // The least time between two batches sent (zero: none); asked at each send.
+    virtual std::chrono::steady_clock::duration release_spacing() const { return {}; }
   };
 
   commit_pipeline(io_strand strand, std::string session_id, event_log_writer& log, options opts, owner& to,
@@ -90,6 +98,8 @@ class commit_pipeline {
  private:
   using time_point = std::chrono::steady_clock::time_point;
   void flush();
+  // Holds the next batch until `due` (release_spacing), then flushes.
+  void flush_at(time_point due);
   // `oldest`: the batch's oldest push, for a batch sent to the store (none: released unstored).
   void on_committed(const std::shared_ptr<std::vector<frame_ptr>>& batch, std::optional<time_point> oldest,
                     std::exception_ptr error);
@@ -107,6 +117,8 @@ class commit_pipeline {
   std::vector<time_point> pushed_at_;  // when each of pending_ was pushed (real time: a latency metric)
   std::size_t in_flight_count_ = 0;    // events in the batch being committed
   bool in_flight_ = false;
+  time_point last_sent_{};  // the last batch's send (release_spacing)
+  bool spaced_ = false;     // a timer holds the next batch (flush_at)
   bool unstored_ = false;
   std::int64_t fence_ = 0;
   bool fenced_ = false;

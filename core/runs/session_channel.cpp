@@ -98,6 +98,11 @@ void session_channel::released(const std::vector<frame_ptr>& batch) {
   release_ring_if_idle();
 }
 
+std::chrono::steady_clock::duration session_channel::release_spacing() const {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.release_spacing_per_subscriber *
+                                                                         static_cast<std::int64_t>(cursors_.size()));
+}
+
 bool session_channel::follow_log(std::int64_t last_id, std::vector<frame_ptr> frames) {
   const std::int64_t held = committed_id();
   // Events of our own on their way: this node writes the session now.

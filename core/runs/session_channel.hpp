@@ -71,7 +71,13 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
     std::size_t subscriber_backlog = 8192;  // a subscriber's untaken frames past which it catches up instead
     std::size_t retention = 0;              // events kept in the log per session; 0 = all
     std::size_t max_batch = 256;            // events per commit (and per delivery)
-    std::string thread_id = {};             // the session's (tells it from one made again with its id)
+    // The least time between two batches the channel sends to the store (and so, about,
+    // between its releases), per subscriber: a release is one write per follower, so one
+    // to 1,000 followers costs milliseconds of io-thread time, and at full speed they
+    // would otherwise get one per storage round trip (commit_pipeline). Subscribers that
+    // are catching up count too (they are few, and soon live again).
+    std::chrono::nanoseconds release_spacing_per_subscriber{4000};
+    std::string thread_id = {};  // the session's (tells it from one made again with its id)
   };
 
   session_channel(io_executor executor, std::string session_id, std::int64_t last_event_id, const channel_services& services,
@@ -198,6 +204,7 @@ class session_channel : public std::enable_shared_from_this<session_channel>,
   std::shared_ptr<const void> keep_alive() override;
   // commit_pipeline::owner: a batch is committed (or, deleting, released unstored).
   void released(const std::vector<frame_ptr>& batch) override;
+  std::chrono::steady_clock::duration release_spacing() const override;
   void on_fenced_out() override;
   // After a fenced run ended: unfence, number on from what was committed, and follow the log.
   void follow_after_fence();

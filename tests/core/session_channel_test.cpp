@@ -657,6 +657,48 @@ TEST_CASE("session_channel: below the watermark, wait_below_watermark does not w
   CHECK(again);
 }
 
+TEST_CASE("session_channel: releases are spaced by what they cost the subscribers: fewer, larger batches, every frame once") {
+  // 15 ms per subscriber, two subscribers: sends at least 30 ms apart while a run
+  // publishes one event every 2 ms. Unspaced, nearly every event would be a batch of
+  // its own (the fake writer commits each at once).
+  fixture fx({.release_spacing_per_subscriber = 15ms});
+  auto a = fx.subscribe(0);
+  auto b = fx.subscribe(0);
+  fx.run();
+  const auto start = std::chrono::steady_clock::now();
+  net::co_spawn(fx.channel->strand(), publish_slowly(fx.channel, 40, 2ms), net::detached);
+  fx.run();
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(a->ids == range(1, 40));
+  CHECK(b->ids == range(1, 40));
+  CHECK(a->uncommitted_deliveries.empty());
+  // The first send, then at most one per 30 ms of the time it all took (a slow machine
+  // stretches that time, never the count per 30 ms).
+  CHECK(a->batches <= 2 + took / 30ms);
+  CHECK(a->batches < 20);
+  CHECK(fx.db.committed().event_batches.at(session_id).size() == static_cast<std::size_t>(a->batches));
+}
+
+TEST_CASE("session_channel: release spacing holds a batch only after a send, and never a whole batch") {
+  // A spacing of 2 s: the first event goes at once (nothing was sent before it); of
+  // what follows within the spacing, a whole batch goes at once too, and the rest waits
+  // for the spacing's timer.
+  fixture fx({.max_batch = 4, .release_spacing_per_subscriber = 2s});
+  auto rec = fx.subscribe(0);
+  fx.run();
+  fx.on_strand([&] { fx.channel->publish("run-1", agw::core::event_type::token, token(1)); });
+  fx.run_for(300ms);
+  CHECK(rec->ids == range(1, 1));
+  fx.on_strand([&] {
+    for (int i = 2; i <= 7; ++i) fx.channel->publish("run-1", agw::core::event_type::token, token(i));
+  });
+  fx.run_for(300ms);
+  CHECK(rec->ids == range(1, 5));  // 2..5: a whole batch of 4; 6 and 7 wait
+  fx.run();                        // the spacing's timer sends them
+  CHECK(rec->ids == range(1, 7));
+  CHECK(rec->batches == 3);
+}
+
 TEST_CASE("session_channel: an idle channel releases its ring and serves a resume from the log") {
   fixture fx({.ring_size = 10});
   fx.publish_one_by_one(6);  // nobody subscribed, no run: the ring is let go after each commit
