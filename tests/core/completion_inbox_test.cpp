@@ -55,6 +55,12 @@ struct running_context {
   io_strand b = io.get_executor();
 };
 
+// ~io_context shuts its services down first: a test takes that step alone, so that the
+// inbox is still there afterwards (for a late hand-over).
+struct shutting_context : net::io_context {
+  using net::io_context::shutdown;
+};
+
 }  // namespace
 
 TEST_CASE("completion_inbox: an outcome handed over runs in a posted handler, on its strand") {
@@ -149,11 +155,6 @@ TEST_CASE_FIXTURE(running_context,
 TEST_CASE("completion_inbox: a context that goes with outcomes waiting destroys them; later hand-overs are dropped") {
   auto owned = std::make_shared<int>(7);
   std::weak_ptr<int> watch = owned;
-  // ~io_context shuts its services down first: here that step alone, so that the inbox
-  // is still there for a late hand-over.
-  struct shutting_context : net::io_context {
-    using net::io_context::shutdown;
-  };
   std::optional<shutting_context> io(std::in_place);
   auto& inbox = completion_inbox::of(*io);
   const io_strand strand = io->get_executor();
@@ -173,9 +174,6 @@ TEST_CASE("completion_inbox: a context that goes with outcomes waiting destroys 
 TEST_CASE("completion_inbox: the rest of a slice still waiting when the context goes is destroyed, not run") {
   auto owned = std::make_shared<int>(7);
   std::weak_ptr<int> watch = owned;
-  struct shutting_context : net::io_context {
-    using net::io_context::shutdown;
-  };
   std::optional<shutting_context> io(std::in_place);
   auto& inbox = completion_inbox::of(*io);
   inbox.set_slice(std::chrono::milliseconds(1));
